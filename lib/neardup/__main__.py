@@ -1,0 +1,5 @@
+import sys
+
+from neardup.cli import main
+
+sys.exit(main())

@@ -1,0 +1,148 @@
+"""The command line: `neardup dedup ...` (also `python -m neardup`, jobs/dedup.py).
+
+Thin: parse arguments, build the config and the session, call the pipeline, and
+turn failures into one line on stderr with a distinct exit code
+(0 done, 2 usage or config error, 3 input data error, 1 anything else).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from neardup import __version__
+from neardup.errors import NeardupError, UsageError
+
+log = logging.getLogger("neardup")
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INPUT = 0, 1, 2, 3
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse exits 2 itself; keep our one-line format
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="neardup", description="Near-duplicate detection on Apache Spark.")
+    parser.add_argument("--version", action="version", version=f"neardup {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    d = sub.add_parser("dedup", help="find near-duplicates and keep one document per cluster")
+    d.add_argument("--input", required=True, help="file, directory, or catalog table (with --format table)")
+    d.add_argument(
+        "--output", required=True, help="output directory (kept/, clusters/, rejected/, report.json)"
+    )
+    d.add_argument(
+        "--format", choices=["parquet", "jsonl", "csv", "table"], help="input format (default: from the path)"
+    )
+    d.add_argument("--id-col", help="id column (default: id)")
+    d.add_argument("--text-col", help="text column (default: text)")
+    d.add_argument("--config", action="append", default=[], metavar="FILE", help="YAML overlay; repeatable")
+    d.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="config override; repeatable"
+    )
+    d.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    d.add_argument("--master", help="Spark master URL (default: local[*] unless spark-submit chose one)")
+    d.add_argument(
+        "--conf", action="append", default=[], metavar="SPARK_KEY=VALUE", help="Spark setting; repeatable"
+    )
+    d.add_argument("--debug", action="store_true", help="print tracebacks and Spark's own logs")
+    d.add_argument("--quiet", action="store_true", help="only errors and the final summary")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args_list
+    try:
+        args = build_parser().parse_args(args_list)
+        return _dedup(args)
+    except NeardupError as e:
+        if debug:
+            raise
+        _error(str(e))
+        return e.exit_code
+    except KeyboardInterrupt:
+        _error("interrupted; no output was published")
+        return EXIT_FAILED
+    except Exception as e:
+        if debug:
+            raise
+        _error(_describe(e))
+        return EXIT_FAILED
+
+
+def _error(message: str) -> None:
+    first = " ".join(message.strip().split())
+    print(f"neardup: error: {first}", file=sys.stderr)
+
+
+def _describe(e: BaseException) -> str:
+    """The first meaningful line of an exception, Spark's or Python's."""
+    text = str(e).strip().splitlines()
+    head = text[0] if text else ""
+    return f"{type(e).__name__}: {head[:500]} (rerun with --debug for the traceback)"
+
+
+def _dedup(args: argparse.Namespace) -> int:
+    from neardup import config as config_mod
+
+    overrides: dict[str, Any] = {}
+    if args.format:
+        overrides.setdefault("input", {})["format"] = args.format
+    if args.id_col:
+        overrides.setdefault("input", {})["id_col"] = args.id_col
+    if args.text_col:
+        overrides.setdefault("input", {})["text_col"] = args.text_col
+    if args.overwrite:
+        overrides["output"] = {"overwrite": True}
+    cfg = config_mod.load(args.config, args.set, args.conf, overrides)
+
+    logging.basicConfig(
+        level=logging.WARNING if args.quiet else logging.INFO,
+        format="%(asctime)s neardup %(message)s",
+        datefmt="%H:%M:%S",
+        stream=sys.stderr,
+    )
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from neardup.pipeline import run
+    from neardup.session import get_spark
+
+    spark = get_spark(args.master, cfg.spark)
+    if not args.debug:
+        spark.sparkContext.setLogLevel("ERROR")
+    log.info(
+        "neardup %s on %s: input %s, threshold %.2f, %d bands x %d rows of %d %s permutations, verify %s",
+        __version__,
+        spark.sparkContext.master,
+        args.input,
+        cfg.lsh.threshold,
+        cfg.bands,
+        cfg.rows,
+        cfg.minhash.num_perm,
+        cfg.minhash.method,
+        cfg.verify.method,
+    )
+    result = run(spark, cfg, args.input, args.output)
+    print(summary(result.output, result.report))
+    return EXIT_OK
+
+
+def summary(output: str, report: dict[str, Any]) -> str:
+    c = report["counts"]
+    secs = report["seconds"]["total"]
+    n = c["input"] or 0
+    rate = n / secs if secs else 0.0
+    return (
+        f"neardup: {n:,} documents in {secs:.1f} s ({rate:,.0f} docs/s). "
+        f"Kept {c['kept']:,} ({c['unique']:,} unique, {c['clusters']:,} clusters of duplicates, "
+        f"the largest {c['largest_cluster']:,}); removed {c['near_duplicates']:,} near and "
+        f"{c['exact_duplicates']:,} exact duplicates; rejected {c['rejected']:,}. "
+        f"Candidates {c['candidate_pairs']:,}, verified {c['verified_pairs']:,}.\n"
+        f"Outputs in {output}: kept/ (the deduplicated corpus), clusters/ (every input id "
+        f"with its cluster and status), rejected/, report.json."
+    )

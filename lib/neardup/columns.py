@@ -1,0 +1,37 @@
+"""Names of the internal and output columns, in one place.
+
+Internal columns start with an underscore so they never collide with a user's
+input columns; output columns are the ones DESIGN.md fixes.
+"""
+
+# Internal (never written to kept/)
+DOC_ID = "_id"  # the input id, input type; the node key of every stage
+TEXT = "_text"  # the input text column, renamed
+LENGTH = "_len"  # characters in the original text (survivor policy "longest")
+RANK = "_rank"  # survivor.column value (policies "earliest" / "quality")
+TEXT_HASH = "_thash"  # 128-bit hash of the normalized text, as two int64 columns
+TEXT_HASH_LO = "_thash_lo"
+EMPTY = "_empty"  # normalized text is empty (no shingles)
+SIG = "_sig"  # MinHash signature: num_perm little-endian uint32 slots, binary
+BAND_KEYS = "_bands"  # array<long>: one 64-bit key per band
+BAND = "_band"
+BAND_KEY = "_band_key"
+SRC = "src"  # edge endpoints (GraphFrames' names)
+DST = "dst"
+SIMILARITY = "similarity"
+COMPONENT = "_component"
+REP = "_rep"  # exact-duplicate representative of a document
+KEPT_ID = "_kept_id"
+
+# Outputs (DESIGN.md)
+ID = "id"
+CLUSTER_ID = "cluster_id"
+KEPT = "kept"
+STATUS = "status"
+REASON = "reason"
+
+STATUS_UNIQUE = "unique"
+STATUS_KEPT = "kept"
+STATUS_EXACT = "exact_duplicate"
+STATUS_NEAR = "near_duplicate"
+STATUS_REJECTED = "rejected"

@@ -1,0 +1,313 @@
+"""Connected components of the verified-pair graph.
+
+Two backends compute the same thing, the smallest node id of every node's
+component:
+
+- ``builtin``: large-star / small-star (Kiveris et al. 2014, "Connected
+  Components in MapReduce and Beyond") with the DataFrame API only: no Python
+  UDFs, nothing of the graph collected to the driver. O(log^2 n) rounds.
+- ``graphframes``: ``GraphFrame.connectedComponents()``, when the GraphFrames
+  jar is in the JVM (it comes from Maven at submit time, so it is absent on
+  development machines and in the tests).
+
+``auto`` picks GraphFrames when its JVM class loads and a checkpoint directory
+is set (GraphFrames needs one), else the built-in implementation.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from neardup.columns import COMPONENT, DOC_ID, DST, SRC
+from neardup.errors import NeardupError, UsageError
+
+BACKENDS = ("auto", "builtin", "graphframes")
+
+_GRAPHFRAMES_CLASS = "org.graphframes.GraphFrame"
+_GRAPHFRAMES_HINT = (
+    "add the jar with spark-submit --packages io.graphframes:graphframes-spark4_2.13:<version> "
+    "(graphframes-spark3_2.12 on Spark 3), or set components.backend=builtin"
+)
+
+# Internal columns of the builtin backend. In every edge DataFrame it keeps, edges are
+# oriented SRC > DST (child -> smaller parent), distinct, without self-loops.
+_U = "_cc_u"      # a node
+_V = "_cc_v"      # one of its neighbours
+_MIN = "_cc_min"  # smallest neighbour of _U
+_DEG = "_cc_deg"  # number of neighbours of _U
+
+
+def graphframes_available(spark: SparkSession) -> bool:
+    """True if the GraphFrames JVM class loads in this session's driver.
+
+    Never raises: a missing class, a Spark Connect session (no py4j gateway) or a dead
+    JVM all mean "not available".
+    """
+    try:
+        jvm: Any = spark.sparkContext._jvm
+        # The context class loader is the one that sees jars added by --packages / --jars
+        # (the system class loader does not); graphframes-py loads its classes the same way.
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        jvm.java.lang.Class.forName(_GRAPHFRAMES_CLASS, False, loader)
+        return True
+    except Exception:
+        return False
+
+
+def connected_components(
+    edges: DataFrame,
+    *,
+    backend: str = "auto",
+    max_iterations: int = 60,
+    checkpoint_dir: str | None = None,
+) -> tuple[DataFrame, dict[str, Any]]:
+    """Label every node of an undirected graph with the smallest node id of its component.
+
+    Input ``edges``: ``src``, ``dst``, both of the same orderable atomic type (the
+    document ids: long, string, ...); other columns are ignored. Duplicates and both
+    directions are fine. Self-loops and edges with a null endpoint are dropped, so a
+    node whose only edge is a self-loop is not in the output: like every node absent
+    from the edges, it is a singleton.
+
+    Output ``(components, stats)``:
+
+    - ``components``: ``_id`` (node, input type), ``_component`` (smallest ``_id`` of
+      its component, input type); exactly one row per node of the edges. Deterministic:
+      it does not depend on partitioning, backend or run.
+    - ``stats``: ``{"backend": "builtin" | "graphframes", "iterations": int,
+      "seconds": float}``. ``iterations`` counts large-star + small-star rounds; 0 for
+      GraphFrames, which does not report its own.
+
+    ``checkpoint_dir``, if given, is set as the SparkContext's checkpoint directory (a
+    session-wide setting). Without any checkpoint directory the builtin backend uses
+    local checkpoints (executor storage: lost if an executor is lost), and the
+    graphframes backend refuses to run.
+
+    Spark work (builtin). Before iterating, one job normalizes the edges (drop
+    self-loops, orient as larger -> smaller, distinct: one shuffle) and checkpoints
+    them, so no recomputation of the caller's plan (adaptive or non-deterministic)
+    can reach the iterations. Then each round is two actions:
+
+    1. convergence check: per node, smallest neighbour and degree (a grouped
+       aggregation: one shuffle of partial aggregates, at most one row per node and
+       map partition). Converged when every node is a local minimum or has degree 1,
+       i.e. the edges form stars centred on their component minima. Edges that are
+       already such stars (disjoint buckets linked to their smallest id) take 0 rounds.
+    2. large-star (window by node: one shuffle of both edge directions), small-star
+       (window by node: one shuffle), distinct (one shuffle, combined map-side), then
+       a checkpoint, which cuts the lineage so plans stay small however many rounds
+       run.
+
+    The returned DataFrame is lazy over the last checkpoint: using it runs the one
+    aggregation of step 1 again, never a round. Raises ``NeardupError`` after
+    ``max_iterations`` rounds without convergence (O(log^2 n) rounds are needed: about
+    10 for a 3,000-node path with shuffled ids).
+
+    Spark work (graphframes): the normalized edges and the vertices are checkpointed
+    first, GraphFrames runs with adaptive execution switched off (both guard against
+    its known wrong-component bugs on recomputed or adaptive inputs), and its
+    component labels are mapped to the smallest id of each component (an aggregation
+    and a join), then checkpointed while adaptive execution is still off.
+    """
+    if backend not in BACKENDS:
+        raise UsageError(
+            f"components.backend must be one of {', '.join(BACKENDS)}, not {backend!r}"
+        )
+    if max_iterations < 1:
+        raise UsageError(f"components max_iterations must be at least 1, not {max_iterations}")
+    _check_edges(edges)
+    spark = edges.sparkSession
+    if checkpoint_dir:
+        spark.sparkContext.setCheckpointDir(checkpoint_dir)
+
+    if backend == "auto":
+        use_gf = graphframes_available(spark) and _checkpoint_dir(spark) is not None
+        backend = "graphframes" if use_gf else "builtin"
+    elif backend == "graphframes":
+        if not graphframes_available(spark):
+            raise UsageError(
+                f"components.backend=graphframes but the GraphFrames jar is not loaded "
+                f"(class {_GRAPHFRAMES_CLASS} not found): {_GRAPHFRAMES_HINT}"
+            )
+        if _checkpoint_dir(spark) is None:
+            raise UsageError(
+                "components.backend=graphframes needs a Spark checkpoint directory: "
+                "--conf spark.checkpoint.dir=PATH (a shared file system on a cluster), "
+                "or set components.backend=builtin"
+            )
+
+    start = time.perf_counter()
+    oriented = _normalize(edges)
+    if backend == "graphframes":
+        result = _graphframes_components(spark, oriented)
+        iterations = 0
+    else:
+        result, iterations = _builtin_components(oriented, max_iterations)
+    stats = {
+        "backend": backend,
+        "iterations": iterations,
+        "seconds": round(time.perf_counter() - start, 3),
+    }
+    return result, stats
+
+
+def _check_edges(edges: DataFrame) -> None:
+    names = set(edges.columns)
+    missing = [c for c in (SRC, DST) if c not in names]
+    if missing:
+        raise ValueError(f"edges lack column(s) {missing}; they have {edges.columns}")
+    src_type = edges.schema[SRC].dataType
+    dst_type = edges.schema[DST].dataType
+    # Mixed types would be widened silently by least()/greatest() and the output ids
+    # would no longer be the input ids: a bug upstream, not something to paper over.
+    if src_type != dst_type:
+        raise ValueError(
+            f"edges {SRC} and {DST} must have the same type, got "
+            f"{src_type.simpleString()} and {dst_type.simpleString()}"
+        )
+
+
+def _normalize(edges: DataFrame) -> DataFrame:
+    """Distinct undirected edges as (SRC=larger, DST=smaller), no self-loops, no nulls."""
+    s, d = F.col(SRC), F.col(DST)
+    return (
+        edges.where(s.isNotNull() & d.isNotNull() & (s != d))
+        .select(F.greatest(s, d).alias(SRC), F.least(s, d).alias(DST))
+        .distinct()
+    )
+
+
+def _checkpoint_dir(spark: SparkSession) -> str | None:
+    try:
+        return spark.sparkContext.getCheckpointDir()
+    except Exception:  # Spark Connect has no SparkContext
+        return None
+
+
+def _checkpoint(df: DataFrame) -> DataFrame:
+    """Materialize df and cut its lineage (one job).
+
+    A reliable checkpoint survives executor loss; a local one (no checkpoint directory)
+    is faster but lives in executor storage only.
+    """
+    if _checkpoint_dir(df.sparkSession) is not None:
+        return df.checkpoint(eager=True)
+    return df.localCheckpoint(eager=True)
+
+
+# --- builtin: large-star / small-star ---------------------------------------------
+
+
+def _node_stats(oriented: DataFrame) -> DataFrame:
+    """(_U, _MIN, _DEG) for every node: smallest neighbour and degree."""
+    return (
+        _both_directions(oriented)
+        .groupBy(_U)
+        .agg(F.min(_V).alias(_MIN), F.count(F.lit(1)).alias(_DEG))
+    )
+
+
+def _not_a_star() -> Column:
+    # Every node a local minimum (all neighbours larger) or of degree 1 <=> a forest of
+    # stars centred on their component minima: a leaf's only neighbour is smaller,
+    # hence a local minimum, whose neighbours are all larger, hence all leaves.
+    return (F.col(_MIN) < F.col(_U)) & (F.col(_DEG) > 1)
+
+
+def _both_directions(oriented: DataFrame) -> DataFrame:
+    return oriented.select(F.col(SRC).alias(_U), F.col(DST).alias(_V)).unionByName(
+        oriented.select(F.col(DST).alias(_U), F.col(SRC).alias(_V))
+    )
+
+
+def _large_star(oriented: DataFrame) -> DataFrame:
+    """Connect every strictly larger neighbour v of u to m(u) = min(u, neighbours of u).
+
+    Output (SRC=v, DST=m(u)) with DST < SRC, possibly with duplicates.
+    """
+    # A window, not aggregate + join: one shuffle instead of two. A hub's rows all go to
+    # one task, whose window buffer spills to disk, so a huge star is slow, not fatal.
+    by_node = Window.partitionBy(_U)
+    return (
+        _both_directions(oriented)
+        .select(_U, _V, F.min(_V).over(by_node).alias(_MIN))
+        .where(F.col(_V) > F.col(_U))
+        .select(F.col(_V).alias(SRC), F.least(F.col(_MIN), F.col(_U)).alias(DST))
+    )
+
+
+def _small_star(oriented: DataFrame) -> DataFrame:
+    """Connect u and each of its smaller neighbours to the smallest of them.
+
+    Input and output oriented (SRC > DST); the output is distinct. Duplicates in the
+    input do not change a minimum, so the large-star output need not be deduplicated
+    first (saving one shuffle per round).
+    """
+    by_node = Window.partitionBy(SRC)
+    # Each input row (u, d) yields (d, m) and (u, m); (u, m) repeats once per row of u's
+    # group, which the map-side half of distinct() removes before the shuffle.
+    pairs = F.array(
+        F.struct(F.col(DST).alias(SRC), F.col(_MIN).alias(DST)),
+        F.struct(F.col(SRC).alias(SRC), F.col(_MIN).alias(DST)),
+    )
+    return (
+        oriented.select(SRC, DST, F.min(DST).over(by_node).alias(_MIN))
+        .select(F.inline(pairs))
+        .where(F.col(SRC) != F.col(DST))
+        .distinct()
+    )
+
+
+def _builtin_components(normalized: DataFrame, max_iterations: int) -> tuple[DataFrame, int]:
+    oriented = _checkpoint(normalized)
+    iterations = 0
+    while True:
+        if _node_stats(oriented).where(_not_a_star()).isEmpty():
+            break
+        if iterations >= max_iterations:
+            raise NeardupError(
+                f"connected components did not converge in {max_iterations} "
+                "large-star/small-star rounds; raise the iteration limit"
+            )
+        oriented = _checkpoint(_small_star(_large_star(oriented)))
+        iterations += 1
+    # A star forest: each leaf's smallest (only) neighbour is its centre, the component
+    # minimum; a centre's neighbours are all larger, so it labels itself.
+    result = _node_stats(oriented).select(
+        F.col(_U).alias(DOC_ID), F.least(F.col(_MIN), F.col(_U)).alias(COMPONENT)
+    )
+    return result, iterations
+
+
+# --- graphframes ------------------------------------------------------------------
+
+
+def _graphframes_components(spark: SparkSession, normalized: DataFrame) -> DataFrame:
+    from graphframes import GraphFrame
+
+    # Materialized inputs: GraphFrames has returned wrong components when its inputs
+    # were recomputed (graphframes issues #159, #428, #453).
+    edges = _checkpoint(normalized)
+    vertices = _checkpoint(
+        edges.select(F.col(SRC).alias("id"))
+        .unionByName(edges.select(F.col(DST).alias("id")))
+        .distinct()
+    )
+    aqe_key = "spark.sql.adaptive.enabled"
+    previous = spark.conf.get(aqe_key, "true")
+    # Adaptive execution is the other trigger of those wrong results; the result is
+    # checkpointed before AQE comes back, since DataFrames are evaluated lazily.
+    spark.conf.set(aqe_key, "false")
+    try:
+        labelled = GraphFrame(vertices, edges).connectedComponents()
+        smallest = labelled.groupBy("component").agg(F.min("id").alias(COMPONENT))
+        result = labelled.join(smallest, on="component").select(
+            F.col("id").alias(DOC_ID), F.col(COMPONENT)
+        )
+        return _checkpoint(result)
+    finally:
+        spark.conf.set(aqe_key, previous or "true")

@@ -1,0 +1,61 @@
+"""File operations through Hadoop's FileSystem API, so every scheme Spark can write
+(file:, hdfs:, s3a:, abfss:, dbfs:) works the same for existence checks, atomic
+publication (rename) and the small files (report.json, _SUCCESS) the job writes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+
+class FileSystem:
+    """A thin wrapper over org.apache.hadoop.fs.FileSystem for one path's scheme."""
+
+    def __init__(self, spark: SparkSession, jfs: Any) -> None:
+        self._spark = spark
+        self._fs = jfs
+
+    @classmethod
+    def for_path(cls, spark: SparkSession, path: str) -> FileSystem:
+        jvm: Any = spark._jvm
+        jsc: Any = spark._jsc
+        conf = jsc.hadoopConfiguration()
+        return cls(spark, jvm.org.apache.hadoop.fs.Path(path).getFileSystem(conf))
+
+    def _path(self, path: str) -> Any:
+        jvm: Any = self._spark._jvm
+        return jvm.org.apache.hadoop.fs.Path(path)
+
+    def qualify(self, path: str) -> str:
+        return str(self._fs.makeQualified(self._path(path)).toString())
+
+    def exists(self, path: str) -> bool:
+        return bool(self._fs.exists(self._path(path)))
+
+    def is_dir(self, path: str) -> bool:
+        return bool(
+            self._fs.exists(self._path(path)) and self._fs.getFileStatus(self._path(path)).isDirectory()
+        )
+
+    def list_names(self, path: str) -> list[str]:
+        return sorted(str(s.getPath().getName()) for s in self._fs.listStatus(self._path(path)))
+
+    def delete(self, path: str) -> None:
+        if self.exists(path):
+            self._fs.delete(self._path(path), True)
+
+    def mkdirs(self, path: str) -> None:
+        self._fs.mkdirs(self._path(path))
+
+    def rename(self, src: str, dst: str) -> None:
+        if not self._fs.rename(self._path(src), self._path(dst)):
+            raise OSError(f"could not move {src} to {dst}")
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        out = self._fs.create(self._path(path), True)
+        try:
+            out.write(bytearray(data))
+        finally:
+            out.close()

@@ -1,0 +1,67 @@
+"""The job's own end-of-run checks, run on the written outputs before publication.
+
+They read back what was written (not the in-memory plan), so a lost or doubled
+write is caught too. Any failure raises InvariantError and nothing is published.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from neardup import columns as C
+from neardup.errors import InvariantError
+
+
+def check_outputs(n_input: int, clusters: DataFrame, kept: DataFrame, rejected: DataFrame) -> dict[str, int]:
+    """Every input id exactly once in clusters/; kept + removed + rejected = input;
+    kept/ and rejected/ hold exactly the rows clusters/ says; every cluster_id is a
+    kept document. Returns the status counts."""
+    stats = clusters.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.countDistinct(C.ID).alias("ids"),
+        F.sum(F.col(C.ID).isNull().cast("long")).alias("null_ids"),
+        *[
+            F.sum((F.col(C.STATUS) == s).cast("long")).alias(s)
+            for s in (C.STATUS_UNIQUE, C.STATUS_KEPT, C.STATUS_EXACT, C.STATUS_NEAR, C.STATUS_REJECTED)
+        ],
+        F.sum(F.col(C.KEPT).cast("long")).alias("kept_flags"),
+    ).first()
+    assert stats is not None
+    s = {k: int(stats[k] or 0) for k in stats.asDict()}
+    kept_n = s[C.STATUS_UNIQUE] + s[C.STATUS_KEPT]
+    removed = s[C.STATUS_EXACT] + s[C.STATUS_NEAR]
+    problems = []
+    if s["rows"] != n_input:
+        problems.append(f"clusters/ has {s['rows']} rows for {n_input} input rows")
+    if s["ids"] != s["rows"] or s["null_ids"]:
+        problems.append(f"clusters/ has {s['rows'] - s['ids']} repeated and {s['null_ids']} null ids")
+    if kept_n + removed + s[C.STATUS_REJECTED] != n_input:
+        problems.append(
+            f"kept {kept_n} + removed {removed} + rejected {s[C.STATUS_REJECTED]} != input {n_input}"
+        )
+    if s["kept_flags"] != kept_n:
+        problems.append(f"{s['kept_flags']} rows flagged kept but {kept_n} have a kept status")
+    n_kept_rows, n_rejected_rows = kept.count(), rejected.count()
+    if n_kept_rows != kept_n:
+        problems.append(f"kept/ has {n_kept_rows} rows, clusters/ says {kept_n}")
+    if n_rejected_rows != s[C.STATUS_REJECTED]:
+        problems.append(f"rejected/ has {n_rejected_rows} rows, clusters/ says {s[C.STATUS_REJECTED]}")
+    survivors = clusters.filter(F.col(C.KEPT)).select(F.col(C.ID).alias(C.CLUSTER_ID))
+    orphans = (
+        clusters.filter(F.col(C.STATUS) != C.STATUS_REJECTED)
+        .select(C.CLUSTER_ID)
+        .join(survivors, C.CLUSTER_ID, "left_anti")
+        .count()
+    )
+    if orphans:
+        problems.append(f"{orphans} rows point to a cluster_id that is not a kept document")
+    if problems:
+        raise InvariantError("output check failed: " + "; ".join(problems))
+    return {
+        "kept": kept_n,
+        "unique": s[C.STATUS_UNIQUE],
+        "exact_duplicates": s[C.STATUS_EXACT],
+        "near_duplicates": s[C.STATUS_NEAR],
+        "rejected": s[C.STATUS_REJECTED],
+    }

@@ -1,0 +1,260 @@
+"""The deduplication pipeline, top to bottom:
+
+    read -> exact copies -> sign -> LSH candidates -> verify -> components
+         -> survivors -> write -> check -> publish
+
+Everything is written under a staging directory beside the output
+(`<output>.neardup-staging`) and moved into place only after the job's own checks
+pass; `_SUCCESS` is written last. A crash at any point leaves the previous output
+(or none) and a staging directory, never output that looks complete.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from neardup import __version__
+from neardup import columns as C
+from neardup.bands import s_curve
+from neardup.components import connected_components
+from neardup.config import Config
+from neardup.errors import UsageError
+from neardup.exact import REASON_EMPTY, REASON_NULL, group_exact, hash_texts
+from neardup.fs import FileSystem
+from neardup.invariants import check_outputs
+from neardup.lsh import candidate_edges
+from neardup.read import CORRUPT, check_columns, check_rows, documents, read_input
+from neardup.sign import SignParams, add_signatures
+from neardup.stagelog import StageLog
+from neardup.survivors import select_survivors
+from neardup.verify import verify_pairs
+
+log = logging.getLogger("neardup")
+
+# Up to this many excluded ids (exact copies, empty texts) are broadcast to filter the
+# documents before signing; past it a shuffle join is cheaper than shipping the set.
+_BROADCAST_ROWS = 2_000_000
+
+
+@dataclass(frozen=True)
+class Paths:
+    output: str
+    staging: str
+
+    @property
+    def work(self) -> str:
+        return f"{self.staging}/_work"
+
+    def staged(self, name: str) -> str:
+        return f"{self.staging}/{name}"
+
+    def final(self, name: str) -> str:
+        return f"{self.output}/{name}"
+
+
+@dataclass(frozen=True)
+class Result:
+    output: str
+    report: dict[str, Any]
+
+
+def _paths(
+    spark: SparkSession, input_path: str, output: str, cfg: Config, fmt: str
+) -> tuple[Paths, FileSystem]:
+    fs = FileSystem.for_path(spark, output)
+    out = fs.qualify(output.rstrip("/"))
+    if fmt != "table":
+        src = FileSystem.for_path(spark, input_path).qualify(input_path.rstrip("/"))
+        if out == src or out.startswith(src + "/"):
+            raise UsageError(f"output {output} is inside input {input_path}; choose another output path")
+        if src.startswith(out + "/"):
+            raise UsageError(f"input {input_path} is inside output {output}; --overwrite would delete it")
+    if fs.exists(out) and not cfg.output.overwrite:
+        raise UsageError(f"output {output} already exists; pass --overwrite to replace it")
+    return Paths(output=out, staging=f"{out}.neardup-staging"), fs
+
+
+def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Result:
+    """Run the whole job; returns the report also written to report.json."""
+    started = time.time()
+    paths, fs = _paths(spark, input_path, output, cfg, cfg.input.format)
+    fs.delete(paths.staging)
+    fs.mkdirs(paths.work)
+    spark.sparkContext.setCheckpointDir(f"{paths.work}/checkpoints")
+    stages = StageLog()
+    params = SignParams.from_config(cfg)
+    cached: list[DataFrame] = []
+
+    def keep(df: DataFrame) -> DataFrame:
+        cached.append(df.persist(StorageLevel.MEMORY_AND_DISK))
+        return cached[-1]
+
+    try:
+        with stages.stage("read") as n:
+            inp = read_input(spark, input_path, cfg)
+            check_columns(inp, cfg)
+            n["input"] = n_input = check_rows(inp, cfg)
+            source = inp.df.drop(CORRUPT) if CORRUPT in inp.df.columns else inp.df
+        docs = documents(source, cfg)
+
+        with stages.stage("exact") as n:
+            hashed = keep(hash_texts(docs.filter(F.col(C.TEXT).isNotNull()), cfg))
+            rejected = keep(
+                docs.filter(F.col(C.TEXT).isNull())
+                .select(C.DOC_ID, F.lit(REASON_NULL).alias(C.REASON))
+                .unionByName(
+                    hashed.filter(F.col(C.EMPTY)).select(C.DOC_ID, F.lit(REASON_EMPTY).alias(C.REASON))
+                )
+            )
+            members = keep(group_exact(hashed.filter(~F.col(C.EMPTY)), cfg))
+            n["rejected"] = n_rejected = rejected.count()
+            copies = members.filter(F.col(C.REP) != F.col(C.DOC_ID)).select(C.DOC_ID)
+            n["exact_duplicates"] = n_copies = copies.count()
+
+        with stages.stage("sign") as n:
+            excluded = copies.unionByName(rejected.select(C.DOC_ID))
+            if n_copies + n_rejected <= _BROADCAST_ROWS:
+                excluded = F.broadcast(excluded)
+            to_sign = docs.join(excluded, C.DOC_ID, "left_anti")
+            sig_path = f"{paths.work}/signatures"
+            add_signatures(to_sign, params).write.mode("overwrite").parquet(sig_path)
+            signed = spark.read.parquet(sig_path)
+            n["signed"] = signed.count()
+
+        with stages.stage("candidates") as n:
+            candidates = keep(candidate_edges(signed))
+            n["candidate_pairs"] = candidates.count()
+
+        with stages.stage("verify") as n:
+            edge_path = f"{paths.work}/edges"
+            verify_pairs(
+                candidates, signed, docs, params, cfg.verify.method, cfg.verify_threshold
+            ).write.mode("overwrite").parquet(edge_path)
+            # Read back from files: components must never see a recomputed edge set.
+            verified = spark.read.parquet(edge_path)
+            n["verified_pairs"] = verified.count()
+
+        with stages.stage("components") as n:
+            components, comp_stats = connected_components(
+                verified.select(C.SRC, C.DST),
+                backend=cfg.components.backend,
+                max_iterations=cfg.components.max_iterations,
+                checkpoint_dir=f"{paths.work}/checkpoints",
+            )
+            components = keep(components)
+            n["components_backend"] = comp_stats.get("backend")
+            n["components_iterations"] = comp_stats.get("iterations")
+
+        with stages.stage("survivors") as n:
+            assigned = keep(select_survivors(members, components, cfg))
+            sizes = (
+                assigned.filter(F.col("_size") > 1)
+                .agg(F.countDistinct(C.KEPT_ID).alias("clusters"), F.max("_size").alias("largest"))
+                .first()
+            )
+            assert sizes is not None
+            n["clusters"] = int(sizes["clusters"] or 0)
+            n["largest_cluster"] = int(sizes["largest"] or 1)
+
+        with stages.stage("write"):
+            _write_outputs(source, cfg, assigned, rejected, n_rejected, paths)
+
+        with stages.stage("check") as n:
+            checked = check_outputs(
+                n_input,
+                spark.read.parquet(paths.staged("clusters")),
+                spark.read.parquet(paths.staged("kept")),
+                spark.read.parquet(paths.staged("rejected")),
+            )
+            n.update(checked)
+    finally:
+        for df in cached:
+            df.unpersist()
+
+    report = _report(cfg, input_path, paths.output, stages, started)
+    _publish(fs, paths, report)
+    return Result(paths.output, report)
+
+
+def _write_outputs(
+    source: DataFrame, cfg: Config, assigned: DataFrame, rejected: DataFrame, n_rejected: int, paths: Paths
+) -> None:
+    """clusters/ (sorted by id), kept/ and rejected/ (input columns unchanged) under staging."""
+    id_type = next(f.dataType for f in source.schema.fields if f.name == cfg.input.id_col)
+    clusters = assigned.select(
+        F.col(C.DOC_ID).alias(C.ID),
+        F.col(C.KEPT_ID).alias(C.CLUSTER_ID),
+        (F.col(C.DOC_ID) == F.col(C.KEPT_ID)).alias(C.KEPT),
+        F.col(C.STATUS),
+        F.lit(None).cast("string").alias(C.REASON),
+    ).unionByName(
+        rejected.select(
+            F.col(C.DOC_ID).alias(C.ID),
+            F.lit(None).cast(id_type).alias(C.CLUSTER_ID),
+            F.lit(False).alias(C.KEPT),
+            F.lit(C.STATUS_REJECTED).alias(C.STATUS),
+            F.col(C.REASON),
+        )
+    )
+    clusters.orderBy(C.ID).write.mode("overwrite").parquet(paths.staged("clusters"))
+
+    id_col = cfg.input.id_col
+    survivors = assigned.filter(F.col(C.DOC_ID) == F.col(C.KEPT_ID)).select(F.col(C.DOC_ID).alias(C.KEPT_ID))
+    kept = source.join(survivors, F.col(id_col) == F.col(C.KEPT_ID), "left_semi")
+    kept.write.mode("overwrite").parquet(paths.staged("kept"))
+
+    # The user's own `reason` column, if any, stays as it is; ours takes another name.
+    reason_name = "neardup_reason" if C.REASON in source.columns else C.REASON
+    reasons = rejected.select(F.col(C.DOC_ID).alias("_rej_id"), F.col(C.REASON).alias(reason_name))
+    if n_rejected <= _BROADCAST_ROWS:
+        reasons = F.broadcast(reasons)
+    bad = source.join(reasons, F.col(id_col) == F.col("_rej_id")).drop("_rej_id")
+    bad.write.mode("overwrite").parquet(paths.staged("rejected"))
+
+
+def _report(cfg: Config, input_path: str, output: str, stages: StageLog, started: float) -> dict[str, Any]:
+    c = stages.counts
+    return {
+        "neardup_version": __version__,
+        "run_id": uuid.uuid4().hex,
+        "input": input_path,
+        "output": output,
+        "config": cfg.to_dict(),
+        "counts": {
+            "input": c.get("input"),
+            "rejected": c.get("rejected"),
+            "exact_duplicates": c.get("exact_duplicates"),
+            "signed": c.get("signed"),
+            "candidate_pairs": c.get("candidate_pairs"),
+            "verified_pairs": c.get("verified_pairs"),
+            "clusters": c.get("clusters"),
+            "largest_cluster": c.get("largest_cluster"),
+            "near_duplicates": c.get("near_duplicates"),
+            "unique": c.get("unique"),
+            "kept": c.get("kept"),
+        },
+        "components": {
+            "backend": c.get("components_backend"),
+            "iterations": c.get("components_iterations"),
+        },
+        "seconds": {**stages.seconds, "total": round(time.time() - started, 3)},
+        "bands": {"bands": cfg.bands, "rows": cfg.rows, "s_curve": s_curve(cfg.bands, cfg.rows)},
+    }
+
+
+def _publish(fs: FileSystem, paths: Paths, report: dict[str, Any]) -> None:
+    """Move the checked staging directory into place; _SUCCESS last."""
+    fs.delete(paths.work)
+    fs.write_bytes(paths.staged("report.json"), (json.dumps(report, indent=2, default=str) + "\n").encode())
+    fs.delete(paths.output)
+    fs.rename(paths.staging, paths.output)
+    fs.write_bytes(paths.final("_SUCCESS"), b"")

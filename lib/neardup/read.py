@@ -1,0 +1,194 @@
+"""Reading the input corpus and checking its id and text columns.
+
+Spark stage. `read_input` returns the input rows with every column unchanged
+(the same frame is read again at the end to write kept/ and rejected/, so the
+outputs carry the user's columns exactly as they came in).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from neardup import columns as C
+from neardup.config import Config
+from neardup.errors import InputDataError, UsageError
+from neardup.fs import FileSystem
+
+log = logging.getLogger(__name__)
+
+CORRUPT = "_corrupt_record"
+
+_EXTENSIONS = {
+    ".parquet": "parquet",
+    ".jsonl": "jsonl",
+    ".json": "jsonl",
+    ".ndjson": "jsonl",
+    ".jsonl.gz": "jsonl",
+    ".json.gz": "jsonl",
+    ".ndjson.gz": "jsonl",
+    ".csv": "csv",
+    ".csv.gz": "csv",
+}
+
+# Id types whose order is total and stable across runs (floats are not: NaN, -0.0).
+_ID_TYPES = (
+    T.ByteType,
+    T.ShortType,
+    T.IntegerType,
+    T.LongType,
+    T.StringType,
+    T.DecimalType,
+    T.DateType,
+    T.TimestampType,
+    T.TimestampNTZType,
+)
+
+
+@dataclass(frozen=True)
+class Input:
+    """The input frame and what was learnt reading it."""
+
+    df: DataFrame
+    format: str
+    path: str
+
+
+def detect_format(path: str, fs: FileSystem) -> str:
+    """parquet | jsonl | csv from the path's extension, or from the files in a directory."""
+    names = [path]
+    if fs.is_dir(path):
+        names = [n for n in fs.list_names(path) if not n.startswith(("_", "."))]
+        if not names:
+            raise InputDataError(f"input {path} is an empty directory")
+    for name in names:
+        lower = name.lower()
+        for ext in sorted(_EXTENSIONS, key=len, reverse=True):
+            if lower.endswith(ext):
+                return _EXTENSIONS[ext]
+    raise UsageError(
+        f"cannot tell the format of input {path} from its file names; pass --format parquet|jsonl|csv|table"
+    )
+
+
+def read_input(spark: SparkSession, path: str, cfg: Config) -> Input:
+    """Read `path` (file or directory, or a catalog table name) in the configured format."""
+    fmt = cfg.input.format
+    if fmt == "table":
+        if not spark.catalog.tableExists(path):
+            raise UsageError(f"input table {path} does not exist")
+        return Input(spark.table(path), fmt, path)
+    fs = FileSystem.for_path(spark, path)
+    if not fs.exists(path):
+        raise UsageError(f"input {path} does not exist")
+    if fmt == "auto":
+        fmt = detect_format(path, fs)
+    reader = spark.read
+    if fmt == "parquet":
+        df = reader.parquet(path)
+    elif fmt == "jsonl":
+        df = reader.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT).json(path)
+    elif fmt == "csv":
+        df = (
+            reader.option("header", str(cfg.input.csv_header).lower())
+            .option("multiLine", "true")
+            .option("escape", '"')
+            .option("mode", "PERMISSIVE")
+            .csv(path)
+        )
+    else:  # pragma: no cover - config validation forbids it
+        raise UsageError(f"unknown input format {fmt}")
+    return Input(df, fmt, path)
+
+
+def check_columns(inp: Input, cfg: Config) -> None:
+    """Schema checks (no Spark job): the id and text columns exist and have usable types."""
+    df, id_col, text_col = inp.df, cfg.input.id_col, cfg.input.text_col
+    names = df.columns
+    for role, col in (("id", id_col), ("text", text_col)):
+        if col not in names:
+            shown = ", ".join(c for c in names if c != CORRUPT) or "none"
+            raise InputDataError(
+                f"input {inp.path} has no {role} column {col!r} (columns: {shown}); set input.{role}_col"
+            )
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    if not isinstance(fields[text_col], T.StringType):
+        raise InputDataError(
+            f"input {inp.path}: text column {text_col!r} has type "
+            f"{fields[text_col].simpleString()}, expected string"
+        )
+    if not isinstance(fields[id_col], _ID_TYPES):
+        raise InputDataError(
+            f"input {inp.path}: id column {id_col!r} has type {fields[id_col].simpleString()}; "
+            "ids must be integers, strings, decimals, dates or timestamps"
+        )
+    if cfg.survivor.column and cfg.survivor.column not in names:
+        raise UsageError(
+            f"config key survivor.column names {cfg.survivor.column!r}, which input {inp.path} does not have"
+        )
+
+
+def check_rows(inp: Input, cfg: Config) -> int:
+    """One Spark job over the ids: no malformed lines, no null or repeated id. Returns the row count.
+
+    Shuffles the id column once (group by id). Every failure is an InputDataError
+    naming how many rows are at fault and two examples.
+    """
+    df, id_col = inp.df, cfg.input.id_col
+    if CORRUPT in df.columns:
+        bad = df.filter(F.col(CORRUPT).isNotNull()).select(F.input_file_name().alias("f"), CORRUPT)
+        rows = bad.limit(2).collect()
+        if rows:
+            n = bad.count()
+            eg = "; ".join(f"{r['f']}: {r[CORRUPT][:60]!r}" for r in rows)
+            raise InputDataError(f"input {inp.path}: {n} malformed JSON line(s), e.g. {eg}")
+    counts = (
+        df.groupBy(F.col(id_col).alias(C.ID))
+        .agg(F.count(F.lit(1)).alias("n"))
+        .filter((F.col("n") > 1) | F.col(C.ID).isNull())
+    ).persist()
+    try:
+        bad_rows = counts.orderBy(F.col(C.ID).asc_nulls_first()).limit(3).collect()
+        if bad_rows and bad_rows[0][C.ID] is None:
+            n = bad_rows[0]["n"]
+            examples = df.filter(F.col(id_col).isNull()).limit(2).collect()
+            shown = "; ".join(_row_excerpt(r, cfg.input.text_col) for r in examples)
+            raise InputDataError(
+                f"input {inp.path}: {n} row(s) have a null id in column {id_col!r}, e.g. {shown}"
+            )
+        if bad_rows:
+            agg = counts.agg(F.count(F.lit(1)).alias("ids"), F.sum("n").alias("rows")).first()
+            assert agg is not None
+            eg = ", ".join(f"{r[C.ID]!r} ({r['n']} times)" for r in bad_rows[:2])
+            raise InputDataError(
+                f"input {inp.path}: {agg['ids']} id(s) in column {id_col!r} are repeated "
+                f"({agg['rows']} rows), e.g. {eg}"
+            )
+    finally:
+        counts.unpersist()
+    return inp.df.count()
+
+
+def _row_excerpt(row: object, text_col: str) -> str:
+    d = row.asDict()  # type: ignore[attr-defined]
+    text = d.get(text_col)
+    return f"text {str(text)[:40]!r}" if text is not None else repr({k: v for k, v in d.items()})[:80]
+
+
+def documents(df: DataFrame, cfg: Config) -> DataFrame:
+    """Input rows -> the narrow frame every stage works on.
+
+    Output schema: _id (input id type), _text (string, may be null), _len (int,
+    characters of the original text), _rank (survivor.column or null).
+    """
+    rank = F.col(cfg.survivor.column) if cfg.survivor.column else F.lit(None).cast("long")
+    return df.select(
+        F.col(cfg.input.id_col).alias(C.DOC_ID),
+        F.col(cfg.input.text_col).alias(C.TEXT),
+        F.coalesce(F.length(cfg.input.text_col), F.lit(0)).alias(C.LENGTH),
+        rank.alias(C.RANK),
+    )

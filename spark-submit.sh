@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Package lib/ and submit jobs/dedup.py to any Spark master.
+#
+#   ./spark-submit.sh [spark-submit options] -- dedup --input ... --output ... [neardup options]
+#
+# Executors need Python with numpy, pyarrow, numba and pyyaml. Either they have it
+# (a cluster image, see docker/), or set NEARDUP_VENV_ARCHIVE to a packed virtual
+# environment (venv-pack / conda-pack .tar.gz) and it is shipped with --archives.
+# SPARK_SUBMIT overrides which spark-submit runs (default: $SPARK_HOME/bin or pyspark's own).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+python="${PYTHON:-python3}"
+
+submit_opts=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do submit_opts+=("$1"); shift; done
+if [ $# -eq 0 ]; then
+  echo "usage: $0 [spark-submit options] -- dedup --input PATH --output PATH [options]" >&2
+  exit 2
+fi
+shift  # the --
+
+if [ -n "${SPARK_SUBMIT:-}" ]; then submit="$SPARK_SUBMIT"
+elif [ -n "${SPARK_HOME:-}" ]; then submit="$SPARK_HOME/bin/spark-submit"
+else submit="$("$python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-submit"))')"
+fi
+
+build="$here/build"
+mkdir -p "$build"
+zip_path="$build/neardup.zip"
+# A zip of the package (py + the packaged YAML defaults), rebuilt every time so it never goes stale.
+(cd "$here/lib" && "$python" - "$zip_path" <<'PY'
+import os, sys, zipfile
+out = sys.argv[1]
+with zipfile.ZipFile(out + ".tmp", "w", zipfile.ZIP_DEFLATED) as z:
+    for root, dirs, files in os.walk("neardup"):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for f in sorted(files):
+            if f.endswith((".py", ".yaml", ".typed")):
+                z.write(os.path.join(root, f))
+os.replace(out + ".tmp", out)
+PY
+)
+
+extra=()
+if [ -n "${NEARDUP_VENV_ARCHIVE:-}" ]; then
+  extra+=(--archives "$NEARDUP_VENV_ARCHIVE#neardup_env" --conf spark.pyspark.python=./neardup_env/bin/python)
+fi
+
+exec "$submit" "${submit_opts[@]}" "${extra[@]}" --py-files "$zip_path" "$here/jobs/dedup.py" "$@"

@@ -1,0 +1,90 @@
+"""The command line as a user runs it: a real process, real files, exit codes, stderr."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "data" / "sample" / "corpus.jsonl.gz"
+
+
+def neardup(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    return subprocess.run(
+        [sys.executable, "-m", "neardup", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=ROOT,
+    )
+
+
+def test_sample_corpus_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = neardup(
+        "dedup", "--input", str(SAMPLE), "--output", str(out), "--conf", "spark.sql.shuffle.partitions=4"
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Outputs in" in proc.stdout and "kept/" in proc.stdout
+    for name in ("kept", "clusters", "rejected", "report.json", "_SUCCESS"):
+        assert (out / name).exists(), name
+    report = json.loads((out / "report.json").read_text())
+    with gzip.open(SAMPLE, "rt", encoding="utf-8") as f:
+        n = sum(1 for _ in f)
+    counts = report["counts"]
+    assert counts["input"] == n
+    assert counts["kept"] + counts["near_duplicates"] + counts["exact_duplicates"] + counts["rejected"] == n
+    assert counts["near_duplicates"] > 0 and counts["exact_duplicates"] > 0
+    assert set(report["seconds"]) >= {
+        "read",
+        "exact",
+        "sign",
+        "candidates",
+        "verify",
+        "components",
+        "survivors",
+    }
+    assert len(report["bands"]["s_curve"]) == 21
+    clusters = pq.read_table(out / "clusters")
+    assert clusters.num_rows == n
+    assert clusters.schema.names == ["id", "cluster_id", "kept", "status", "reason"]
+    # One line per stage on stderr, no Python traceback.
+    assert "stage sign" in proc.stderr and "Traceback" not in proc.stderr
+
+    again = neardup("dedup", "--input", str(SAMPLE), "--output", str(out))
+    assert again.returncode == 2
+    assert again.stderr.startswith("neardup: error: output") and "--overwrite" in again.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--set", "lsh.threshold=1.5"], 2, "lsh.threshold must be strictly between 0 and 1"),
+        (["--set", "lsh.bands=64", "--set", "lsh.rows=4"], 2, "exceeds minhash.num_perm"),
+        (["--set", "lsh.colour=red"], 2, "unknown config key lsh.colour"),
+        (["--config", "/nonexistent/x.yaml"], 2, "config file /nonexistent/x.yaml does not exist"),
+        (["--id-col", "nope"], 3, "no id column 'nope'"),
+    ],
+)
+def test_errors_are_one_line_with_exit_code(tmp_path: Path, args: list[str], code: int, message: str) -> None:
+    proc = neardup("dedup", "--input", str(SAMPLE), "--output", str(tmp_path / "o"), *args)
+    assert proc.returncode == code, proc.stderr[-2000:]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("neardup: error:")]
+    assert len(lines) == 1 and message in lines[0], proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_input_and_usage(tmp_path: Path) -> None:
+    proc = neardup("dedup", "--input", str(tmp_path / "none"), "--output", str(tmp_path / "o"))
+    assert proc.returncode == 2 and "does not exist" in proc.stderr
+    proc = neardup("dedup", "--output", str(tmp_path / "o"))
+    assert proc.returncode == 2 and proc.stderr.startswith("neardup: error:")

@@ -1,0 +1,261 @@
+"""Connected components against an independent breadth-first search in plain Python."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import defaultdict, deque
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+
+from neardup.columns import COMPONENT, DOC_ID
+from neardup.components import connected_components, graphframes_available
+from neardup.errors import NeardupError, UsageError
+
+Edge = tuple[Any, Any]
+
+
+def bfs_components(edges: Iterable[Edge]) -> dict[Any, Any]:
+    """node -> smallest node of its component; self-loops and null endpoints ignored."""
+    adj: dict[Any, set[Any]] = defaultdict(set)
+    for a, b in edges:
+        if a is None or b is None or a == b:
+            continue
+        adj[a].add(b)
+        adj[b].add(a)
+    out: dict[Any, Any] = {}
+    for start in adj:
+        if start in out:
+            continue
+        seen = {start}
+        queue = deque([start])
+        while queue:
+            node = queue.popleft()
+            for nxt in adj[node]:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    queue.append(nxt)
+        smallest = min(seen)
+        for node in seen:
+            out[node] = smallest
+    return out
+
+
+def edges_df(spark: SparkSession, edges: Sequence[Edge], id_type: T.DataType) -> Any:
+    schema = T.StructType(
+        [T.StructField("src", id_type, True), T.StructField("dst", id_type, True)]
+    )
+    return spark.createDataFrame(list(edges), schema)
+
+
+def run(
+    spark: SparkSession,
+    edges: Sequence[Edge],
+    id_type: T.DataType | None = None,
+    **kwargs: Any,
+) -> tuple[dict[Any, Any], dict[str, Any]]:
+    id_type = id_type or T.LongType()
+    df = edges_df(spark, edges, id_type)
+    result, stats = connected_components(df, **{"backend": "builtin", **kwargs})
+    assert result.columns == [DOC_ID, COMPONENT]
+    assert result.schema[DOC_ID].dataType == id_type
+    assert result.schema[COMPONENT].dataType == id_type
+    rows = result.collect()
+    mapping = {r[DOC_ID]: r[COMPONENT] for r in rows}
+    assert len(mapping) == len(rows), "a node appears more than once"
+    return mapping, stats
+
+
+def check(
+    spark: SparkSession, edges: Sequence[Edge], id_type: T.DataType | None = None
+) -> dict[str, Any]:
+    got, stats = run(spark, edges, id_type)
+    assert got == bfs_components(edges)
+    return stats
+
+
+def random_graph(rng: random.Random, nodes: int, edges: int) -> list[Edge]:
+    ids = rng.sample(range(-(10**12), 10**12), nodes)
+    return [(a, b) for a, b in (rng.sample(ids, 2) for _ in range(edges))]
+
+
+def disjoint_union(graphs: Iterable[Sequence[Edge]], stride: int = 10_000) -> list[Edge]:
+    """Several integer graphs in one edge list (ids shifted apart): one Spark run for all."""
+    return [(g * stride + a, g * stride + b) for g, edges in enumerate(graphs) for a, b in edges]
+
+
+# --- shapes -----------------------------------------------------------------------
+
+CHAIN = [(i, i + 1) for i in range(20)]
+CHAIN_DESCENDING = [(i + 1, i) for i in range(20, 0, -1)]
+STAR_CENTRE_LARGEST = [(100, i) for i in range(30)]
+ISOLATED_PAIRS = [(2 * i + 1, 2 * i) for i in range(25)]
+_BASE = [(5, 3), (3, 9), (9, 1), (7, 8), (10, 11), (11, 12)]
+DUPLICATE_AND_REVERSED = [*_BASE, *((b, a) for a, b in _BASE), *_BASE[:3], (1, 9), (8, 7)]
+# Two stars whose leaves are interleaved and one bridge between two leaves.
+BRIDGED_STARS = [(0, i) for i in range(2, 40, 2)] + [(1, i) for i in range(3, 40, 2)] + [(38, 39)]
+
+
+def test_chain(spark: SparkSession) -> None:
+    stats = check(spark, CHAIN)
+    assert stats["backend"] == "builtin"
+    assert set(stats) == {"backend", "iterations", "seconds"}
+    assert stats["iterations"] >= 1
+
+
+def test_shapes(spark: SparkSession) -> None:
+    # One run over the disjoint union (each Spark round costs the same for 20 edges or
+    # 200): a mismatch shows in the dict diff with its shifted node ids.
+    shapes = [CHAIN, CHAIN_DESCENDING, STAR_CENTRE_LARGEST, ISOLATED_PAIRS]
+    check(spark, disjoint_union([*shapes, DUPLICATE_AND_REVERSED, BRIDGED_STARS]))
+
+
+def test_star_centred_on_minimum_needs_no_round(spark: SparkSession) -> None:
+    # The shape disjoint LSH buckets take (linked to their smallest id): already done.
+    stats = check(spark, [(0, i) for i in range(1, 30)] + [(50, 51), (50, 52)])
+    assert stats["iterations"] == 0
+
+
+def test_empty(spark: SparkSession) -> None:
+    got, stats = run(spark, [])
+    assert got == {}
+    assert stats["iterations"] == 0
+
+
+def test_self_loops_and_null_endpoints_dropped(spark: SparkSession) -> None:
+    edges = [(1, 1), (2, 3), (3, 3), (4, None), (None, None), (None, 5), (6, 2)]
+    got, _ = run(spark, edges)
+    # 1, 4 and 5 have no real edge: singletons, which are not in the output.
+    assert got == {2: 2, 3: 2, 6: 2}
+
+
+def test_long_path_shuffled_ids(spark: SparkSession) -> None:
+    rng = random.Random(20140101)
+    n = 3000
+    ids = list(range(n))
+    rng.shuffle(ids)  # ids along the path in random order: the minimum sits anywhere
+    edges: list[Edge] = [(ids[i], ids[i + 1]) for i in range(n - 1)]
+    edges = [(b, a) if rng.random() < 0.5 else (a, b) for a, b in edges]
+    rng.shuffle(edges)
+    started = time.perf_counter()
+    stats = check(spark, edges)
+    print(
+        f"\nlong path of {n} nodes: {stats['iterations']} rounds, "
+        f"{stats['seconds']:.1f} s in connected_components, "
+        f"{time.perf_counter() - started:.1f} s with collect"
+    )
+    assert 1 <= stats["iterations"] <= 60
+
+
+@pytest.mark.parametrize(("nodes", "edges", "seed"), [(300, 240, 3), (1000, 1100, 4)])
+def test_random_sparse_graphs(spark: SparkSession, nodes: int, edges: int, seed: int) -> None:
+    # Around and below the percolation point: many small components and a few big ones.
+    check(spark, random_graph(random.Random(seed), nodes, edges))
+
+
+def test_many_random_graphs_at_once(spark: SparkSession) -> None:
+    # Fifty small random graphs as one disjoint union: many shapes for the price of one run.
+    rng = random.Random(7)
+    edges: list[Edge] = []
+    for g in range(50):
+        n = rng.randint(2, 25)
+        m = rng.randint(1, 2 * n)
+        pairs = (rng.sample(range(n), 2) for _ in range(m))
+        edges += [(g * 1000 + a, g * 1000 + b) for a, b in pairs]
+    check(spark, edges)
+
+
+# --- id types ---------------------------------------------------------------------
+
+
+def test_string_ids(spark: SparkSession) -> None:
+    awkward: list[Edge] = [
+        ("b", "a10"), ("a10", "a9"), ("zz", ""), ("", "b"), ("x", "y"), ("é", "e"), ("Z", "a")
+    ]
+    # Plus a random graph over short strings of a small alphabet: prefixes, case, non-ASCII.
+    rng = random.Random(5)
+    alphabet = "aAb9 ~é\u00ff\u4e2d"
+    words = sorted({"".join(rng.choices(alphabet, k=rng.randint(1, 4))) for _ in range(300)})
+    edges = awkward + [(a, b) for a, b in (rng.sample(words, 2) for _ in range(200))]
+    got, _ = run(spark, edges, T.StringType())
+    assert got == bfs_components(edges)
+    # Spark orders strings by UTF-8 bytes, Python by code point: the same order.
+    assert got["zz"] == "" and got["a9"] == "" and got["é"] == "e" and got["a"] == "Z"
+
+
+def test_long_ids_negative_and_huge(spark: SparkSession) -> None:
+    ids = [1, 2, 300, 4, -1, 2**62, -(2**63), 2**63 - 1]
+    edges = [(ids[i], ids[i + 1]) for i in range(0, len(ids) - 1)] + [(7, 2**62 + 1)]
+    got, _ = run(spark, edges)
+    assert got == bfs_components(edges)
+    assert set(got.values()) == {-(2**63), 7}
+
+
+def test_integer_ids(spark: SparkSession) -> None:
+    check(spark, [(3, 1), (1, 2), (5, 4)], T.IntegerType())
+
+
+def test_mixed_types_rejected(spark: SparkSession) -> None:
+    df = spark.createDataFrame([(1, "a")], "src long, dst string")
+    with pytest.raises(ValueError, match="same type"):
+        connected_components(df, backend="builtin")
+
+
+# --- limits and backends ----------------------------------------------------------
+
+
+def test_max_iterations_exceeded(spark: SparkSession) -> None:
+    rng = random.Random(3)
+    ids = list(range(200))
+    rng.shuffle(ids)
+    edges = [(ids[i], ids[i + 1]) for i in range(199)]
+    with pytest.raises(NeardupError, match="did not converge in 1 "):
+        run(spark, edges, max_iterations=1)
+
+
+def test_unknown_backend(spark: SparkSession) -> None:
+    with pytest.raises(UsageError, match=r"components\.backend"):
+        connected_components(edges_df(spark, [(1, 2)], T.LongType()), backend="networkx")
+
+
+def test_graphframes_availability_is_a_bool(spark: SparkSession) -> None:
+    assert graphframes_available(spark) in (True, False)
+
+
+def test_auto_uses_builtin_without_graphframes(spark: SparkSession) -> None:
+    if graphframes_available(spark):
+        pytest.skip("GraphFrames jar is on the classpath: auto picks it")
+    _, stats = connected_components(edges_df(spark, [(1, 2)], T.LongType()))
+    assert stats["backend"] == "builtin"
+
+
+def test_graphframes_without_jar_is_a_usage_error(spark: SparkSession) -> None:
+    if graphframes_available(spark):
+        pytest.skip("GraphFrames jar is on the classpath")
+    with pytest.raises(UsageError, match=r"--packages io\.graphframes:graphframes-spark4_2\.13"):
+        connected_components(edges_df(spark, [(1, 2)], T.LongType()), backend="graphframes")
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_graphframes_agrees_with_builtin(spark: SparkSession, seed: int) -> None:
+    if not graphframes_available(spark):
+        reason = (
+            "GraphFrames jar not on the classpath: class org.graphframes.GraphFrame does not "
+            "load (start Spark with --packages io.graphframes:graphframes-spark4_2.13:<version>)"
+        )
+        print(reason)
+        pytest.skip(reason)
+    rng = random.Random(seed)
+    for nodes, n_edges in [(50, 40), (400, 350)]:
+        edges = random_graph(rng, nodes, n_edges)
+        df = edges_df(spark, edges, T.LongType())
+        gf, gf_stats = connected_components(df, backend="graphframes")
+        bi, _ = connected_components(df, backend="builtin")
+        assert gf_stats["backend"] == "graphframes"
+        gf_map = {r[DOC_ID]: r[COMPONENT] for r in gf.collect()}
+        assert gf_map == {r[DOC_ID]: r[COMPONENT] for r in bi.collect()}
+        assert gf_map == bfs_components(edges)

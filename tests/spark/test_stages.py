@@ -1,0 +1,127 @@
+"""Small hand-made frames through the whole job: exact copies, survivor policies,
+rejected rows, and awkward ids. Expected results are written out by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from neardup import config
+from neardup.errors import InputDataError, UsageError
+from neardup.pipeline import run
+
+BASE = (
+    "the quick brown fox jumps over the lazy dog while the cat sleeps on the warm mat "
+    "and the bird sings a song about rivers mountains valleys and the sea far away"
+)
+OTHER = (
+    "completely different words appear in this second text which shares nothing at all "
+    "with the first one because it talks about trains stations tickets and timetables"
+)
+THIRD = (
+    "a third document about cooking pasta with tomatoes garlic basil olive oil and salt for dinner tonight"
+)
+
+
+def _write(tmp: Path, rows: list[dict[str, Any]], name: str = "in.parquet") -> str:
+    path = tmp / name
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return str(path)
+
+
+def _run(spark: Any, inp: str, out: Path, *sets: str) -> dict[Any, dict[str, Any]]:
+    cfg = config.load(sets=list(sets))
+    run(spark, cfg, inp, str(out))
+    return {r["id"]: r for r in pq.read_table(out / "clusters").to_pylist()}
+
+
+def test_exact_copies_and_policies(spark: Any, tmp_path: Path) -> None:
+    near = BASE + " today"  # a near duplicate: one word appended, J = 29/30
+    rows = [
+        {"id": 300, "text": BASE, "q": 0.5},
+        {"id": 4, "text": "  The QUICK brown fox " + BASE[20:] + "\n", "q": 0.9},  # exact after normalization
+        {"id": -1, "text": near, "q": 0.1},
+        {"id": 2, "text": OTHER, "q": None},
+        {"id": 1, "text": THIRD, "q": 0.3},
+    ]
+    inp = _write(tmp_path, rows)
+    # longest: the near duplicate is one word longer, so it survives the whole cluster.
+    got = _run(spark, inp, tmp_path / "a")
+    assert got[-1]["status"] == "kept" and got[-1]["cluster_id"] == -1
+    assert got[300]["cluster_id"] == -1 and got[4]["cluster_id"] == -1
+    # 4 and 300 are exact copies; 4 is longer (extra spaces), so 4 represents the group
+    # and 300 is its exact copy.
+    assert got[4]["status"] == "near_duplicate"
+    assert got[300]["status"] == "exact_duplicate"
+    statuses = sorted(r["status"] for r in got.values())
+    assert statuses == ["exact_duplicate", "kept", "near_duplicate", "unique", "unique"]
+    assert got[2]["status"] == "unique" and got[1]["status"] == "unique"
+
+    # quality: highest q wins (4, 0.9); nulls rank last.
+    got = _run(spark, inp, tmp_path / "b", "survivor.policy=quality", "survivor.column=q")
+    assert got[4]["status"] == "kept"
+    assert got[300]["status"] == "exact_duplicate" and got[300]["cluster_id"] == 4
+    assert got[-1]["status"] == "near_duplicate" and got[-1]["cluster_id"] == 4
+
+    # earliest without a column: smallest id.
+    got = _run(spark, inp, tmp_path / "c", "survivor.policy=earliest")
+    assert got[-1]["status"] == "kept"
+    assert {got[4]["cluster_id"], got[300]["cluster_id"]} == {-1}
+
+
+def test_rejected_rows_and_string_ids(spark: Any, tmp_path: Path) -> None:
+    rows = [
+        {"id": "b", "text": BASE},
+        {"id": "a10", "text": BASE},
+        {"id": "a9", "text": None},
+        {"id": "", "text": "   \n\t "},
+        {"id": "zz", "text": OTHER},
+    ]
+    inp = _write(tmp_path, rows)
+    got = _run(spark, inp, tmp_path / "out")
+    assert got["a9"]["status"] == "rejected" and got["a9"]["reason"] == "null text"
+    assert got[""]["status"] == "rejected" and "empty" in got[""]["reason"]
+    assert got["a10"]["status"] == "kept" and got["b"]["status"] == "exact_duplicate"
+    assert got["b"]["cluster_id"] == "a10"  # same length: the smallest id wins
+    rejected = pq.read_table(tmp_path / "out" / "rejected").to_pylist()
+    assert sorted(r["id"] for r in rejected) == ["", "a9"]
+    assert all(r["reason"] for r in rejected)
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["counts"]["rejected"] == 2
+    assert (tmp_path / "out" / "_SUCCESS").exists()
+    assert not (tmp_path / "out.neardup-staging").exists()
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([{"id": 1, "text": "a"}, {"id": 1, "text": "b"}, {"id": 2, "text": "c"}], r"1 id\(s\) .* repeated"),
+        ([{"id": None, "text": "a"}, {"id": 1, "text": "b"}], "1 row.* null id"),
+        ([{"key": 1, "text": "a"}], "no id column 'id'"),
+        ([{"id": 1, "body": "a"}], "no text column 'text'"),
+        ([{"id": 1, "text": 5}], "text column 'text' has type bigint"),
+    ],
+)
+def test_bad_input_is_an_input_error(
+    spark: Any, tmp_path: Path, rows: list[dict[str, Any]], message: str
+) -> None:
+    inp = _write(tmp_path, rows)
+    with pytest.raises(InputDataError, match=message):
+        run(spark, config.load(), inp, str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
+def test_output_safety(spark: Any, tmp_path: Path) -> None:
+    inp = _write(tmp_path, [{"id": 1, "text": BASE}])
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(UsageError, match="already exists"):
+        run(spark, config.load(), inp, str(tmp_path / "taken"))
+    with pytest.raises(UsageError, match="inside input"):
+        run(spark, config.load(), str(tmp_path), str(tmp_path / "sub"))
+    with pytest.raises(UsageError, match="does not exist"):
+        run(spark, config.load(), str(tmp_path / "missing"), str(tmp_path / "o2"))

@@ -1,0 +1,179 @@
+"""normalize() against Python's unicodedata / str methods as the independent reference."""
+
+from __future__ import annotations
+
+import random
+import sys
+import unicodedata
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from neardup.textnorm import _WS_RUN, WHITESPACE_CLASS, normalize
+
+# Characters on which utf8proc (Arrow) and Python's unicodedata agree for NFKC and lowercase
+# (no İ, final sigma or other context-dependent mappings), covering every class the
+# normalizer treats specially.
+ALPHABET = (
+    "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"
+    "éÉüÜßàÀçÇñÑøØåÅæÆœŒαβγΔΘΛπΩжЖщЩёЁ日本語中文한국어ｱｲｳＡＢＣａｂｃ１２３ﬁﬂ①²ŉ"
+    "\u0301\u0308"  # combining marks: NFKC composes them with the preceding letter
+    " \u00a0\u3000\t\n\r\v\f\u2028\u2029\u0085\u1680\u2003\x1c\x1f"
+    ".,;:!?()[]{}\"'-_/\\@#$%^&*+=<>|~`«»「」、。・€£¥©®™°±×÷"
+    "😀🎉👍🏽\u200d\ufe0f"
+)
+
+
+def ref_normalize(
+    s: str | None, lowercase: bool = True, strip_punctuation: bool = False
+) -> str | None:
+    if s is None:
+        return None
+    s = unicodedata.normalize("NFKC", s)
+    if lowercase:
+        s = s.lower()
+    if strip_punctuation:
+        s = "".join(" " if unicodedata.category(c)[0] in "PS" else c for c in s)
+    return " ".join(s.split())  # str.split() with no argument: every isspace() run
+
+
+def norm_list(values: Sequence[str | None], **kw: bool) -> list[str | None]:
+    out = normalize(pa.array(values, pa.string()), **kw)
+    assert isinstance(out, pa.Array)
+    assert out.type == pa.large_string()
+    return out.to_pylist()
+
+
+def test_nfkc_examples() -> None:
+    assert norm_list(["ＡＢＣ ｄｅｆ", "ﬁne ﬂow", "①②③", "x²", "ｶﾀｶﾅ"]) == [
+        "abc def",
+        "fine flow",
+        "123",
+        "x2",
+        "カタカナ",
+    ]
+    assert norm_list(["ＡＢＣ ﬁ"], lowercase=False) == ["ABC fi"]
+    # Decomposed é (e + combining acute) composes to the single code point.
+    assert norm_list(["e\u0301"]) == ["\u00e9"]
+
+
+def test_lowercase_switch() -> None:
+    assert norm_list(["Hello WORLD Ünïcode ΑΒΓ"]) == ["hello world ünïcode αβγ"]
+    assert norm_list(["Hello WORLD"], lowercase=False) == ["Hello WORLD"]
+
+
+def test_whitespace_collapse_and_trim() -> None:
+    text = "\u3000 a\u00a0\u00a0b\t\tc\n\r\nd\u2028e\u2029f\x85g\vh\fi\x1cj\u1680k \u2003 "
+    assert norm_list([text]) == ["a b c d e f g h i j k"]
+    assert norm_list(["   ", "\t\n", ""]) == ["", "", ""]
+
+
+def test_every_python_whitespace_character_collapses() -> None:
+    spaces = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
+    assert len(spaces) > 20
+    got = norm_list([f" x{c}{c}y{c}z {c}w" for c in spaces], lowercase=False)
+    assert got == ["x y z w"] * len(spaces)
+
+
+def test_whitespace_patterns_match_exactly_python_isspace() -> None:
+    # Over every code point: the class is Python's isspace() set, and the replacement pattern
+    # fires on a lone character exactly when it is whitespace other than the ASCII space.
+    # Counting matches in one string of all code points ("a"-separated, so no runs form) is
+    # exhaustive once every expected character is known to match on its own.
+    spaces = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
+    lone = pa.array(spaces, pa.large_string())
+    assert all(pc.match_substring_regex(lone, f"^[{WHITESPACE_CLASS}]$").to_pylist())
+    assert pc.match_substring_regex(lone, _WS_RUN).to_pylist() == [c != " " for c in spaces]
+    every = pa.array(
+        ["a".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c < 0xE000)]
+    )
+    assert pc.count_substring_regex(every, f"[{WHITESPACE_CLASS}]")[0].as_py() == len(spaces)
+    assert pc.count_substring_regex(every, _WS_RUN)[0].as_py() == len(spaces) - 1
+
+
+def test_nothing_else_is_whitespace() -> None:
+    # Non-space characters that look blank or are format controls must survive.
+    kept = ["\u200b", "\u200d", "\u2060", "\ufeff", "\u180e"]
+    got = norm_list([f"a{c}b" for c in kept], lowercase=False)
+    assert got == [ref_normalize(f"a{c}b", lowercase=False) for c in kept]
+    assert all(len(g or "") >= 2 for g in got)
+
+
+def test_punctuation_stripping() -> None:
+    texts = [
+        "Hello, World!!",
+        "a+b=c; $5 © 2024",
+        "「引用」、終わり。",
+        "emoji 😀 here",
+        "don't-stop",
+    ]
+    assert norm_list(texts, strip_punctuation=True) == [
+        "hello world",
+        "a b c 5 2024",
+        "引用 終わり",
+        "emoji here",
+        "don t stop",
+    ]
+    assert norm_list(texts, strip_punctuation=False) == [
+        "hello, world!!",
+        "a+b=c; $5 © 2024",
+        "「引用」、終わり。",
+        "emoji 😀 here",
+        "don't-stop",
+    ]
+
+
+def test_nulls_preserved() -> None:
+    assert norm_list([None, "A", None, ""]) == [None, "a", None, ""]
+    out = normalize(pa.array([None, None], pa.string()))
+    assert out.null_count == 2 and out.type == pa.large_string()
+
+
+@pytest.mark.parametrize("lowercase", [True, False])
+@pytest.mark.parametrize("strip", [True, False])
+def test_random_texts_match_python_reference(lowercase: bool, strip: bool) -> None:
+    rng = random.Random(1234)
+    texts: list[str | None] = [
+        "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 40))) for _ in range(1500)
+    ]
+    texts[::97] = [None] * len(texts[::97])
+    got = norm_list(texts, lowercase=lowercase, strip_punctuation=strip)
+    want = [ref_normalize(t, lowercase, strip) for t in texts]
+    assert got == want
+
+
+def test_input_types_give_identical_output() -> None:
+    rng = random.Random(7)
+    texts: list[str | None] = [
+        "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 30))) for _ in range(200)
+    ]
+    texts[5] = None
+    want = [ref_normalize(t) for t in texts]
+    small = pa.array(texts, pa.string())
+    large = pa.array(texts, pa.large_string())
+    chunked = pa.chunked_array([small[:50], small[50:51], small[51:]])
+    chunked_large = pa.chunked_array([large[:120], large[120:]])
+    for arr in (small, large, chunked, chunked_large):
+        out = normalize(arr)
+        assert isinstance(out, pa.Array) and out.type == pa.large_string()
+        assert out.to_pylist() == want
+    for lo, hi in [(0, 0), (3, 17), (5, 6), (100, 200)]:
+        assert normalize(small.slice(lo, hi - lo)).to_pylist() == want[lo:hi]
+        assert normalize(large.slice(lo, hi - lo)).to_pylist() == want[lo:hi]
+
+
+def test_empty_inputs() -> None:
+    for arr in (
+        pa.array([], pa.string()),
+        pa.array([], pa.large_string()),
+        pa.chunked_array([], pa.string()),
+    ):
+        out = normalize(arr)
+        assert len(out) == 0 and out.type == pa.large_string()
+
+
+def test_rejects_non_strings() -> None:
+    with pytest.raises(TypeError):
+        normalize(pa.array([1, 2, 3]))
