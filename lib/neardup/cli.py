@@ -102,17 +102,15 @@ def _dedup(args: argparse.Namespace) -> int:
         overrides["output"] = {"overwrite": True}
     cfg = config_mod.load(args.config, args.set, args.conf, overrides)
 
-    logging.basicConfig(
-        level=logging.WARNING if args.quiet else logging.INFO,
-        format="%(asctime)s neardup %(message)s",
-        datefmt="%H:%M:%S",
-        stream=sys.stderr,
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s neardup %(message)s", "%H:%M:%S"))
+    log.addHandler(handler)
+    log.setLevel(logging.WARNING if args.quiet else logging.INFO)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from neardup.pipeline import run
     from neardup.session import get_spark
 
-    spark = get_spark(args.master, cfg.spark)
+    spark = get_spark(args.master, cfg.spark, quiet_jvm=not args.debug)
     if not args.debug:
         spark.sparkContext.setLogLevel("ERROR")
     log.info(

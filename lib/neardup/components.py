@@ -35,8 +35,8 @@ _GRAPHFRAMES_HINT = (
 
 # Internal columns of the builtin backend. In every edge DataFrame it keeps, edges are
 # oriented SRC > DST (child -> smaller parent), distinct, without self-loops.
-_U = "_cc_u"      # a node
-_V = "_cc_v"      # one of its neighbours
+_U = "_cc_u"  # a node
+_V = "_cc_v"  # one of its neighbours
 _MIN = "_cc_min"  # smallest neighbour of _U
 _DEG = "_cc_deg"  # number of neighbours of _U
 
@@ -114,11 +114,9 @@ def connected_components(
     and a join), then checkpointed while adaptive execution is still off.
     """
     if backend not in BACKENDS:
-        raise UsageError(
-            f"components.backend must be one of {', '.join(BACKENDS)}, not {backend!r}"
-        )
-    if max_iterations < 1:
-        raise UsageError(f"components max_iterations must be at least 1, not {max_iterations}")
+        raise UsageError(f"components.backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    if max_iterations < 0:
+        raise UsageError(f"components max_iterations must be 0 or more, not {max_iterations}")
     _check_edges(edges)
     spark = edges.sparkSession
     if checkpoint_dir:
@@ -204,11 +202,7 @@ def _checkpoint(df: DataFrame) -> DataFrame:
 
 def _node_stats(oriented: DataFrame) -> DataFrame:
     """(_U, _MIN, _DEG) for every node: smallest neighbour and degree."""
-    return (
-        _both_directions(oriented)
-        .groupBy(_U)
-        .agg(F.min(_V).alias(_MIN), F.count(F.lit(1)).alias(_DEG))
-    )
+    return _both_directions(oriented).groupBy(_U).agg(F.min(_V).alias(_MIN), F.count(F.lit(1)).alias(_DEG))
 
 
 def _not_a_star() -> Column:
@@ -293,9 +287,7 @@ def _graphframes_components(spark: SparkSession, normalized: DataFrame) -> DataF
     # were recomputed (graphframes issues #159, #428, #453).
     edges = _checkpoint(normalized)
     vertices = _checkpoint(
-        edges.select(F.col(SRC).alias("id"))
-        .unionByName(edges.select(F.col(DST).alias("id")))
-        .distinct()
+        edges.select(F.col(SRC).alias("id")).unionByName(edges.select(F.col(DST).alias("id"))).distinct()
     )
     aqe_key = "spark.sql.adaptive.enabled"
     previous = spark.conf.get(aqe_key, "true")
@@ -305,9 +297,7 @@ def _graphframes_components(spark: SparkSession, normalized: DataFrame) -> DataF
     try:
         labelled = GraphFrame(vertices, edges).connectedComponents()
         smallest = labelled.groupBy("component").agg(F.min("id").alias(COMPONENT))
-        result = labelled.join(smallest, on="component").select(
-            F.col("id").alias(DOC_ID), F.col(COMPONENT)
-        )
+        result = labelled.join(smallest, on="component").select(F.col("id").alias(DOC_ID), F.col(COMPONENT))
         return _checkpoint(result)
     finally:
         spark.conf.set(aqe_key, previous or "true")

@@ -146,9 +146,7 @@ def shingle_keys(seed: int) -> U64Array:
     """Keys of the shingle hash: [W0, W1, W2, C0, C1, K0, K1, K2] (see module docstring)."""
     w = splitmix64(seed ^ TAG_WORD, 5)
     c = splitmix64(seed ^ TAG_CHAR, 3)
-    keys = np.concatenate(
-        [_hash_keys(w[:3]), np.array([w[3], w[4] | _U1], dtype=np.uint64), _hash_keys(c)]
-    )
+    keys = np.concatenate([_hash_keys(w[:3]), np.array([w[3], w[4] | _U1], dtype=np.uint64), _hash_keys(c)])
     keys.flags.writeable = False
     return keys
 
@@ -179,9 +177,7 @@ def fmix64(z: np.uint64) -> np.uint64:
 
 
 @njit(cache=True, nogil=True)
-def hash_bytes(
-    data: U8Array, start: int, end: int, k0: np.uint64, k1: np.uint64, k2: np.uint64
-) -> np.uint64:
+def hash_bytes(data: U8Array, start: int, end: int, k0: np.uint64, k1: np.uint64, k2: np.uint64) -> np.uint64:
     """Seeded 64-bit hash of data[start:end] (definition in the module docstring)."""
     h = k0
     # Unsigned indices: numba adds negative-index wraparound code to every signed index,
@@ -239,9 +235,7 @@ def _count_words(data: U8Array, start: int, end: int) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _doc_shingle_count(
-    data: U8Array, start: int, end: int, word_mode: bool, n: int, char_n: int
-) -> int:
+def _doc_shingle_count(data: U8Array, start: int, end: int, word_mode: bool, n: int, char_n: int) -> int:
     """Number of shingle positions (duplicates included) of data[start:end]."""
     m = n
     if word_mode:
@@ -361,9 +355,7 @@ def _doc_shingles(
 
 
 @njit(cache=True, nogil=True)
-def _text_hash128_kernel(
-    starts: I64Array, ends: I64Array, data: U8Array, keys: U64Array
-) -> U64Array:
+def _text_hash128_kernel(starts: I64Array, ends: I64Array, data: U8Array, keys: U64Array) -> U64Array:
     out = np.empty((starts.shape[0], 2), dtype=np.uint64)
     for d in range(starts.shape[0]):
         out[d, 0] = hash_bytes(data, starts[d], ends[d], keys[0], keys[1], keys[2])
@@ -456,7 +448,7 @@ def text_buffers(texts: pa.Array | pa.ChunkedArray) -> tuple[I64Array, I64Array,
         off_dtype: type[np.signedinteger] = np.int32
     elif pa.types.is_large_string(t) or pa.types.is_large_binary(t):
         off_dtype = np.int64
-    elif pa.types.is_string_view(t) or pa.types.is_binary_view(t):
+    elif str(t) in ("string_view", "binary_view"):  # by name: pa.types.is_*_view needs pyarrow 16
         arr = arr.cast(pa.large_binary())
         off_dtype = np.int64
     else:
@@ -507,9 +499,7 @@ def text_hash128(texts: pa.Array | pa.ChunkedArray, seed: int = DEFAULT_TEXT_SEE
     return out.view(np.int64)
 
 
-def shingle_counts(
-    texts: pa.Array | pa.ChunkedArray, unit: str, ngram: int, char_ngram: int
-) -> I64Array:
+def shingle_counts(texts: pa.Array | pa.ChunkedArray, unit: str, ngram: int, char_ngram: int) -> I64Array:
     """Number of shingle positions per row (before deduplication); 0 only for empty text."""
     word_mode = _check_shingle_args(unit, ngram, char_ngram)
     starts, ends, data = text_buffers(texts)

@@ -182,14 +182,7 @@ def _classic_segment(
             ll = al * x_lo
             mid = ah * x_lo + al * x_hi
             hh = ah * x_hi
-            s = (
-                (hh << _S3)
-                + (mid >> _S29)
-                + ((mid & _M29) << _S32)
-                + (ll & _P)
-                + (ll >> _S61)
-                + b[i]
-            )
+            s = (hh << _S3) + (mid >> _S29) + ((mid & _M29) << _S32) + (ll & _P) + (ll >> _S61) + b[i]
             s = (s & _P) + (s >> _S61)
             s = s - _P if s >= _P else s
             # Arithmetic min (values < 2^61, so the sign of s - m is exact): an `if`/min()
@@ -202,9 +195,7 @@ def _classic_segment(
 
 
 @njit(cache=True, nogil=True)
-def _oph_segment(
-    hs: U64Array, lo: int, hi: int, keys: U64Array, bins: U64Array, out_row: U32Array
-) -> None:
+def _oph_segment(hs: U64Array, lo: int, hi: int, keys: U64Array, bins: U64Array, out_row: U32Array) -> None:
     k = bins.shape[0]
     if hi <= lo:
         out_row[:] = _EMPTY32
@@ -300,16 +291,12 @@ def _sign_hashes_kernel(
     out = np.empty((ndocs, k), dtype=np.uint32)
     scratch = np.empty(k, dtype=np.uint64)
     for d in range(ndocs):
-        _sign_segment(
-            hashes, offsets[d], offsets[d + 1], method, a_lo, a_hi, b, oph_keys, scratch, out[d]
-        )
+        _sign_segment(hashes, offsets[d], offsets[d + 1], method, a_lo, a_hi, b, oph_keys, scratch, out[d])
     return out
 
 
 @njit(cache=True, nogil=True)
-def _band_keys_kernel(
-    sigs: U32Array, bands: int, rows: int, k0: np.uint64, k1: np.uint64
-) -> U64Array:
+def _band_keys_kernel(sigs: U32Array, bands: int, rows: int, k0: np.uint64, k1: np.uint64) -> U64Array:
     n = sigs.shape[0]
     out = np.empty((n, bands), dtype=np.uint64)
     for d in range(n):

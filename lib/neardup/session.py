@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -18,10 +20,13 @@ _DEFAULTS = {
 }
 
 
-def get_spark(master: str | None, conf: Mapping[str, str], app_name: str = "neardup") -> SparkSession:
+def get_spark(
+    master: str | None, conf: Mapping[str, str], app_name: str = "neardup", quiet_jvm: bool = False
+) -> SparkSession:
     """Reuse the active session if there is one (Databricks, notebooks, tests), else build one.
 
     With no master and no `spark.master` anywhere, local mode with every core.
+    `quiet_jvm` points a JVM this call launches at neardup's log4j2 settings (errors only).
     """
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -34,7 +39,11 @@ def get_spark(master: str | None, conf: Mapping[str, str], app_name: str = "near
         builder = builder.master(master)
     elif "spark.master" not in conf and "MASTER" not in os.environ and not _submitted():
         builder = builder.master("local[*]")
-    for k, v in {**_DEFAULTS, **conf}.items():
+    settings = dict(_DEFAULTS)
+    log_conf = resources.files("neardup").joinpath("conf/log4j2.properties")
+    if quiet_jvm and not _submitted() and isinstance(log_conf, Path) and log_conf.is_file():
+        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log_conf.as_uri()}"
+    for k, v in {**settings, **conf}.items():
         builder = builder.config(k, v)
     return builder.getOrCreate()
 

@@ -48,7 +48,7 @@ def _as_large_string_array(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
         raise TypeError(f"expected a pyarrow Array or ChunkedArray, got {type(texts).__name__}")
     if pa.types.is_large_string(texts.type):
         return texts
-    if pa.types.is_string(texts.type) or pa.types.is_null(texts.type):
+    if pa.types.is_string(texts.type) or pa.types.is_null(texts.type) or str(texts.type) == "string_view":
         return texts.cast(pa.large_string())
     raise TypeError(f"expected a string array, got {texts.type}")
 

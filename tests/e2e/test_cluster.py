@@ -144,7 +144,8 @@ def test_standalone_cluster_matches_local(cluster: str, tmp_path: Path) -> None:
         cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
-    assert "stage check" in proc.stderr
+    # PythonRunner merges the driver's stderr into stdout under spark-submit.
+    assert "stage check" in proc.stdout + proc.stderr
     local = tmp_path / "local-out"
     proc = subprocess.run(
         [

@@ -118,9 +118,7 @@ WORD_CHARS = (
 
 
 def random_word(rng: random.Random) -> str:
-    return "".join(
-        rng.choice(WORD_CHARS) for _ in range(rng.choice([1, 1, 2, 3, 4, 5, 7, 8, 9, 17]))
-    )
+    return "".join(rng.choice(WORD_CHARS) for _ in range(rng.choice([1, 1, 2, 3, 4, 5, 7, 8, 9, 17])))
 
 
 def random_texts(rng: random.Random, count: int, vocab_size: int = 40) -> list[str]:
@@ -201,9 +199,7 @@ def test_non_normalized_spacing_defines_words_by_runs() -> None:
     o, h = shingle_hashes(pa.array(texts), "word", 2, 3, 5)
     a, b = doc_sets(o, h)
     assert a.tolist() == b.tolist()
-    assert a.tolist() == sorted(
-        {ref_shingle_hash(s, 5) for s in ref_shingles("a b c d", "word", 2, 3)}
-    )
+    assert a.tolist() == sorted({ref_shingle_hash(s, 5) for s in ref_shingles("a b c d", "word", 2, 3)})
 
 
 def test_short_documents_fall_back_to_char_shingles() -> None:

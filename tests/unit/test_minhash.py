@@ -109,10 +109,7 @@ def random_hash_sets(rng: np.random.Generator, sizes: list[int]) -> tuple[np.nda
 
 def random_texts(seed: int, count: int) -> list[str | None]:
     rng = random.Random(seed)
-    vocab = [
-        "".join(rng.choice("abcdefghijé日本😀") for _ in range(rng.randint(1, 6)))
-        for _ in range(30)
-    ]
+    vocab = ["".join(rng.choice("abcdefghijé日本😀") for _ in range(rng.randint(1, 6))) for _ in range(30)]
     out: list[str | None] = []
     for i in range(count):
         if i % 17 == 3:
@@ -155,14 +152,8 @@ EXTREME_B = [0, 1, P - 1, P - 2, 1 << 60, (1 << 32) - 1]
 def test_classic_mulmod_is_exact() -> None:
     rng = random.Random(2024)
     a_vals = EXTREME_A + [rng.randrange(1, P) for _ in range(49)]
-    b_vals = [
-        EXTREME_B[i % len(EXTREME_B)] if i < 30 else rng.randrange(P) for i in range(len(a_vals))
-    ]
-    xs = (
-        EXTREME_X
-        + [rng.getrandbits(64) for _ in range(300)]
-        + [rng.randrange(P) for _ in range(100)]
-    )
+    b_vals = [EXTREME_B[i % len(EXTREME_B)] if i < 30 else rng.randrange(P) for i in range(len(a_vals))]
+    xs = EXTREME_X + [rng.getrandbits(64) for _ in range(300)] + [rng.randrange(P) for _ in range(100)]
     a = np.array(a_vals, dtype=np.uint64)
     b = np.array(b_vals, dtype=np.uint64)
     a_lo, a_hi = a & np.uint64(M32), a >> np.uint64(32)
@@ -177,9 +168,7 @@ def test_classic_mulmod_is_exact() -> None:
         assert mins.tolist() == want, hex(x)
         assert row.tolist() == [w & M32 for w in want]
     _classic_segment(hs, 0, len(xs), a_lo, a_hi, b, mins, row)
-    want_min = [
-        min((ai * (x % P) + bi) % P for x in xs) for ai, bi in zip(a_vals, b_vals, strict=True)
-    ]
+    want_min = [min((ai * (x % P) + bi) % P for x in xs) for ai, bi in zip(a_vals, b_vals, strict=True)]
     assert mins.tolist() == want_min
 
 
@@ -217,9 +206,7 @@ def test_order_and_duplicates_do_not_matter(method: str) -> None:
     hs = rng.integers(0, 2**63, size=300, dtype=np.uint64)
     shuffled_dup = np.concatenate([hs[::-1], hs[:50]])
     o = np.array([0, 300, 650], dtype=np.int64)
-    sigs = signatures_from_hashes(
-        o, np.concatenate([hs, shuffled_dup]), num_perm=64, seed=1, method=method
-    )
+    sigs = signatures_from_hashes(o, np.concatenate([hs, shuffled_dup]), num_perm=64, seed=1, method=method)
     assert sigs[0].tolist() == sigs[1].tolist()
 
 
@@ -230,9 +217,7 @@ def test_order_and_duplicates_do_not_matter(method: str) -> None:
 def test_fused_equals_from_hashes(method: str, unit: str, n: int, char_n: int) -> None:
     texts = random_texts(n * 31 + char_n, 120)
     for arr in (pa.array(texts, pa.string()), pa.array(texts, pa.large_string()).slice(7, 90)):
-        fused = signatures(
-            arr, unit=unit, ngram=n, char_ngram=char_n, num_perm=128, seed=3, method=method
-        )
+        fused = signatures(arr, unit=unit, ngram=n, char_ngram=char_n, num_perm=128, seed=3, method=method)
         o, h = shingle_hashes(arr, unit, n, char_n, 3)
         separate = signatures_from_hashes(o, h, num_perm=128, seed=3, method=method)
         assert fused.dtype == np.uint32 and fused.shape == (len(arr), 128)
@@ -243,9 +228,7 @@ def test_fused_equals_from_hashes(method: str, unit: str, n: int, char_n: int) -
 def test_empty_documents_get_the_sentinel() -> None:
     arr = pa.array(["", None, "a b c"], pa.string())
     for method in ("classic", "oph"):
-        sigs = signatures(
-            arr, unit="word", ngram=2, char_ngram=3, num_perm=16, seed=0, method=method
-        )
+        sigs = signatures(arr, unit="word", ngram=2, char_ngram=3, num_perm=16, seed=0, method=method)
         assert sigs[0].tolist() == [EMPTY_SLOT] * 16 and sigs[1].tolist() == [EMPTY_SLOT] * 16
         assert empty_rows(sigs).tolist() == [True, True, False]
 
@@ -295,9 +278,7 @@ def test_invalid_arguments() -> None:
     with pytest.raises(ValueError):
         signatures(arr, method="oph", **{**kw, "num_perm": 0})  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        signatures_from_hashes(
-            np.array([0, 5]), np.zeros(2, np.uint64), num_perm=8, seed=0, method="oph"
-        )
+        signatures_from_hashes(np.array([0, 5]), np.zeros(2, np.uint64), num_perm=8, seed=0, method="oph")
 
 
 # ------------------------------------------------------------------------------------------

@@ -26,9 +26,7 @@ ALPHABET = (
 )
 
 
-def ref_normalize(
-    s: str | None, lowercase: bool = True, strip_punctuation: bool = False
-) -> str | None:
+def ref_normalize(s: str | None, lowercase: bool = True, strip_punctuation: bool = False) -> str | None:
     if s is None:
         return None
     s = unicodedata.normalize("NFKC", s)
@@ -86,9 +84,7 @@ def test_whitespace_patterns_match_exactly_python_isspace() -> None:
     lone = pa.array(spaces, pa.large_string())
     assert all(pc.match_substring_regex(lone, f"^[{WHITESPACE_CLASS}]$").to_pylist())
     assert pc.match_substring_regex(lone, _WS_RUN).to_pylist() == [c != " " for c in spaces]
-    every = pa.array(
-        ["a".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c < 0xE000)]
-    )
+    every = pa.array(["a".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c < 0xE000)])
     assert pc.count_substring_regex(every, f"[{WHITESPACE_CLASS}]")[0].as_py() == len(spaces)
     assert pc.count_substring_regex(every, _WS_RUN)[0].as_py() == len(spaces) - 1
 

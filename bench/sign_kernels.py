@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Signing cost per document, from raw text to signature, on one core.
+
+    python bench/sign_kernels.py [--docs 2000] [--num-perm 128] [--mean-chars 2000]
+
+Prints microseconds per document for neardup's classic and OPH kernels (normalize +
+shingle + sign) and, when they are installed (`pip install -e '.[bench]'`), the same
+measure for datasketch and rensa on the same texts. Figures, not assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+from neardup.minhash import signatures
+from neardup.synth import CorpusSpec, generate
+from neardup.textnorm import normalize
+
+
+def _best_of(fn: Callable[[], object], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.thread_time()  # CPU time of this thread: robust to a busy machine
+        fn()
+        best = min(best, time.thread_time() - start)
+    return best
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--docs", type=int, default=2000)
+    p.add_argument("--num-perm", type=int, default=128)
+    p.add_argument("--mean-chars", type=int, default=2000)
+    p.add_argument("--repeat", type=int, default=3)
+    args = p.parse_args()
+    texts = generate(CorpusSpec(num_docs=args.docs, seed=3, mean_chars=args.mean_chars)).column("text")
+    n, k = len(texts), args.num_perm
+    mean_len = sum(len(t) for t in texts.to_pylist()) / n
+    rows = []
+    for method in ("classic", "oph"):
+
+        def run(method: str = method) -> None:
+            norm = normalize(texts)
+            signatures(norm, unit="word", ngram=5, char_ngram=5, num_perm=k, seed=1, method=method)
+
+        run()  # JIT warm-up (compiles or loads the cache)
+        rows.append((f"neardup {method}", _best_of(run, args.repeat)))
+
+    py_texts = texts.to_pylist()
+
+    def words5(t: str) -> list[bytes]:
+        w = " ".join(t.lower().split()).split(" ")
+        return [" ".join(w[i : i + 5]).encode() for i in range(max(1, len(w) - 4))]
+
+    try:
+        from datasketch import MinHash
+
+        def ds() -> None:
+            for t in py_texts:
+                m = MinHash(num_perm=k, seed=1)
+                m.update_batch(words5(t))
+
+        rows.append(("datasketch MinHash", _best_of(ds, 1)))
+    except ImportError:
+        print("datasketch not installed: pip install -e '.[bench]'")
+    try:
+        from rensa import RMinHash
+
+        def rs() -> None:
+            for t in py_texts:
+                m = RMinHash(num_perm=k, seed=1)
+                m.update([s.decode() for s in words5(t)])
+
+        rows.append(("rensa RMinHash", _best_of(rs, args.repeat)))
+    except ImportError:
+        print("rensa not installed: pip install -e '.[bench]'")
+
+    print(f"{n} documents, mean {mean_len:,.0f} characters, {k} permutations, one thread")
+    print(f"{'signer':<22} {'us/doc':>9}")
+    for name, secs in rows:
+        print(f"{name:<22} {secs / n * 1e6:9.1f}")
+
+
+if __name__ == "__main__":
+    main()
