@@ -35,11 +35,15 @@ def get_spark(
                 active.conf.set(k, v)
         return active
     builder = SparkSession.builder.appName(app_name)
+    settings = dict(_DEFAULTS)
+    if not master and "spark.master" not in conf and "MASTER" not in os.environ and not _submitted():
+        master = "local[*]"
+    if master and master.startswith("local"):
+        # 200 shuffle partitions (Spark's default, sized for clusters) make a small local
+        # run several times slower; a few per core keep both cores busy.
+        settings["spark.sql.shuffle.partitions"] = str(max(8, 4 * (os.cpu_count() or 2)))
     if master:
         builder = builder.master(master)
-    elif "spark.master" not in conf and "MASTER" not in os.environ and not _submitted():
-        builder = builder.master("local[*]")
-    settings = dict(_DEFAULTS)
     log_conf = resources.files("neardup").joinpath("conf/log4j2.properties")
     if quiet_jvm and not _submitted() and isinstance(log_conf, Path) and log_conf.is_file():
         settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log_conf.as_uri()}"

@@ -45,12 +45,19 @@ def _run(spark: Any, inp: str, out: Path, *sets: str) -> dict[str, Any]:
     result = run(spark, cfg, inp, str(out))
     clusters = pq.read_table(out / "clusters").to_pylist()
     kept = pq.read_table(out / "kept")
-    return {"report": result.report, "clusters": clusters, "kept": kept}
+    return {"report": result.report, "clusters": clusters, "kept": kept, "sets": sets}
 
 
-@pytest.fixture(scope="module")
-def result(spark: Any, corpus: dict[str, Any]) -> dict[str, Any]:
-    return _run(spark, corpus["path"], corpus["root"] / "out")
+@pytest.fixture(
+    scope="module",
+    params=[
+        ("minhash.method=classic", "verify.method=signature"),
+        ("minhash.method=oph", "verify.method=exact"),
+    ],
+    ids=["classic-signature", "oph-exact"],
+)
+def result(spark: Any, corpus: dict[str, Any], request: pytest.FixtureRequest) -> dict[str, Any]:
+    return _run(spark, corpus["path"], corpus["root"] / "-".join(request.param), *request.param)
 
 
 def test_outputs_account_for_every_row(result: dict[str, Any], corpus: dict[str, Any]) -> None:
@@ -116,7 +123,7 @@ def test_same_output_whatever_the_partitioning(
     pq.write_table(table.take(pa.array(range(len(table) - 1, -1, -1))), one_file / "all.parquet")
     spark.conf.set("spark.sql.shuffle.partitions", "7")
     try:
-        other = _run(spark, str(one_file), tmp_path / "out")
+        other = _run(spark, str(one_file), tmp_path / "out", *result["sets"])
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", "4")
     assert other["clusters"] == result["clusters"]
