@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from neardup import __version__
-from neardup.errors import NeardupError, UsageError
+from neardup.errors import InputDataError, NeardupError, UsageError
 
 log = logging.getLogger("neardup")
 
@@ -69,9 +70,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _error("interrupted; no output was published")
         return EXIT_FAILED
-    except Exception as e:
+    except Exception as e:  # the contract is one line, not a traceback
         if debug:
             raise
+        known = input_error_from(e)
+        if known is not None:
+            _error(str(known))
+            return known.exit_code
         _error(_describe(e))
         return EXIT_FAILED
 
@@ -79,6 +84,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _error(message: str) -> None:
     first = " ".join(message.strip().split())
     print(f"neardup: error: {first}", file=sys.stderr)
+
+
+_READ_FAILURE = re.compile(r"FAILED_READ_FILE\.\w+\] Encountered error while reading file (\S+?)\.?\s")
+_CAUSE = re.compile(r"Caused by: [\w.$]+: (.+)")
+
+
+def input_error_from(e: BaseException) -> InputDataError | None:
+    """A Spark failure caused by an unreadable input file (truncated or corrupt Parquet,
+    a bad gzip stream) -> an input error naming the file, else None."""
+    text = str(e)
+    m = _READ_FAILURE.search(text)
+    if m is None:
+        return None
+    causes = _CAUSE.findall(text)
+    cause = causes[-1].strip() if causes else "unreadable"
+    return InputDataError(f"input file {m.group(1)} cannot be read: {cause[:300]}")
 
 
 def _describe(e: BaseException) -> str:
@@ -102,10 +123,7 @@ def _dedup(args: argparse.Namespace) -> int:
         overrides["output"] = {"overwrite": True}
     cfg = config_mod.load(args.config, args.set, args.conf, overrides)
 
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s neardup %(message)s", "%H:%M:%S"))
-    log.addHandler(handler)
-    log.setLevel(logging.WARNING if args.quiet else logging.INFO)
+    _log_to_stderr(logging.WARNING if args.quiet else logging.INFO)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from neardup.pipeline import run
     from neardup.session import get_spark
@@ -128,6 +146,22 @@ def _dedup(args: argparse.Namespace) -> int:
     result = run(spark, cfg, args.input, args.output)
     print(summary(result.output, result.report))
     return EXIT_OK
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg,unused-ignore]
+    """neardup's one line per stage; writes to the current sys.stderr (tests capture it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
+def _log_to_stderr(level: int) -> None:
+    if not any(isinstance(h, _StderrHandler) for h in log.handlers):
+        handler = _StderrHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s neardup %(message)s", "%H:%M:%S"))
+        log.addHandler(handler)
+    log.setLevel(level)
 
 
 def summary(output: str, report: dict[str, Any]) -> str:

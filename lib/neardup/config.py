@@ -118,10 +118,21 @@ class Config:
         t = self.verify.threshold
         return self.lsh.threshold if t is None else t
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, redact: bool = True) -> dict[str, Any]:
+        """Plain data for report.json; Spark settings that look like credentials are masked."""
         d = dataclasses.asdict(self)
-        d["spark"] = dict(self.spark)
+        d["spark"] = {k: (REDACTED if redact and is_secret(k) else v) for k, v in self.spark.items()}
         return d
+
+
+REDACTED = "*** redacted ***"
+_SECRET_WORDS = ("secret", "password", "token", "key", "credential")
+
+
+def is_secret(name: str) -> bool:
+    """A setting whose name suggests a credential (s3a access keys, tokens, passwords)."""
+    lower = name.lower()
+    return any(w in lower for w in _SECRET_WORDS)
 
 
 _SECTIONS: dict[str, type] = {

@@ -59,3 +59,12 @@ class FileSystem:
             out.write(bytearray(data))
         finally:
             out.close()
+
+    def stat(self, path: str) -> tuple[str, int, int]:
+        """(path, size in bytes, modification time in ms)."""
+        st = self._fs.getFileStatus(self._path(path))
+        return path, int(st.getLen()), int(st.getModificationTime())
+
+    def is_empty_dir(self, path: str) -> bool:
+        """A directory with no data files (names starting with _ or . are metadata)."""
+        return self.is_dir(path) and not [n for n in self.list_names(path) if not n.startswith(("_", "."))]

@@ -15,7 +15,7 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from pyspark import StorageLevel
@@ -37,6 +37,7 @@ from neardup.sign import SignParams, add_signatures
 from neardup.stagelog import StageLog
 from neardup.survivors import select_survivors
 from neardup.verify import verify_pairs
+from neardup.workdir import WorkDir, fingerprint, input_fingerprint
 
 log = logging.getLogger("neardup")
 
@@ -87,9 +88,16 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
     """Run the whole job; returns the report also written to report.json."""
     started = time.time()
     paths, fs = _paths(spark, input_path, output, cfg, cfg.input.format)
-    fs.delete(paths.staging)
+    # A previous failed run's finished stages under _work/ are kept for reuse; the rest
+    # of its staging directory is stale and goes.
+    if fs.exists(paths.staging):
+        for name in fs.list_names(paths.staging):
+            if name != "_work":
+                fs.delete(paths.staged(name))
+    fs.delete(f"{paths.work}/checkpoints")
     fs.mkdirs(paths.work)
     spark.sparkContext.setCheckpointDir(f"{paths.work}/checkpoints")
+    work = WorkDir(spark, fs, paths.work)
     stages = StageLog()
     params = SignParams.from_config(cfg)
     cached: list[DataFrame] = []
@@ -104,6 +112,17 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
             check_columns(inp, cfg)
             n["input"] = n_input = check_rows(inp, cfg)
             source = inp.df.drop(CORRUPT) if CORRUPT in inp.df.columns else inp.df
+            sign_fp = fingerprint(
+                {
+                    "input": input_fingerprint(spark, inp.df),
+                    "table": input_path if inp.format == "table" else None,
+                    "columns": [cfg.input.id_col, cfg.input.text_col],
+                    "sign": asdict(params),
+                    # The survivor policy picks which exact copy is signed.
+                    "survivor": asdict(cfg.survivor),
+                }
+            )
+            edge_fp = fingerprint({"sign": sign_fp, "verify": asdict(cfg.verify), "t": cfg.verify_threshold})
         docs = documents(source, cfg)
 
         with stages.stage("exact") as n:
@@ -125,22 +144,21 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
             if n_copies + n_rejected <= _BROADCAST_ROWS:
                 excluded = F.broadcast(excluded)
             to_sign = docs.join(excluded, C.DOC_ID, "left_anti")
-            sig_path = f"{paths.work}/signatures"
-            add_signatures(to_sign, params).write.mode("overwrite").parquet(sig_path)
-            signed = spark.read.parquet(sig_path)
+            signed = work.materialize("signatures", sign_fp, lambda: add_signatures(to_sign, params))
             n["signed"] = signed.count()
 
         with stages.stage("candidates") as n:
-            candidates = keep(candidate_edges(signed))
+            candidates = work.materialize("candidates", sign_fp, lambda: candidate_edges(signed))
             n["candidate_pairs"] = candidates.count()
 
         with stages.stage("verify") as n:
-            edge_path = f"{paths.work}/edges"
-            verify_pairs(
-                candidates, signed, docs, params, cfg.verify.method, cfg.verify_threshold
-            ).write.mode("overwrite").parquet(edge_path)
-            # Read back from files: components must never see a recomputed edge set.
-            verified = spark.read.parquet(edge_path)
+            verified = work.materialize(
+                "edges",
+                edge_fp,
+                lambda: verify_pairs(
+                    candidates, signed, docs, params, cfg.verify.method, cfg.verify_threshold
+                ),
+            )
             n["verified_pairs"] = verified.count()
 
         with stages.stage("components") as n:
@@ -181,6 +199,7 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
             df.unpersist()
 
     report = _report(cfg, input_path, paths.output, stages, started)
+    report["resumed_stages"] = work.resumed
     _publish(fs, paths, report)
     return Result(paths.output, report)
 

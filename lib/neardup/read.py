@@ -7,8 +7,11 @@ outputs carry the user's columns exactly as they came in).
 
 from __future__ import annotations
 
+import gzip
 import logging
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlparse
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -85,6 +88,8 @@ def read_input(spark: SparkSession, path: str, cfg: Config) -> Input:
     fs = FileSystem.for_path(spark, path)
     if not fs.exists(path):
         raise UsageError(f"input {path} does not exist")
+    if fs.is_empty_dir(path):
+        raise InputDataError(f"input {path} is an empty directory (no data files)")
     if fmt == "auto":
         fmt = detect_format(path, fs)
     reader = spark.read
@@ -140,11 +145,16 @@ def check_rows(inp: Input, cfg: Config) -> int:
     """
     df, id_col = inp.df, cfg.input.id_col
     if CORRUPT in df.columns:
-        bad = df.filter(F.col(CORRUPT).isNotNull()).select(F.input_file_name().alias("f"), CORRUPT)
+        # Spark refuses a query of the corrupt-record column alone; the id comes along.
+        bad = df.filter(F.col(CORRUPT).isNotNull()).select(
+            F.input_file_name().alias("_file"), F.col(CORRUPT), F.col(id_col)
+        )
         rows = bad.limit(2).collect()
         if rows:
-            n = bad.count()
-            eg = "; ".join(f"{r['f']}: {r[CORRUPT][:60]!r}" for r in rows)
+            # count() alone would prune the query to the corrupt column, which Spark refuses.
+            agg = bad.agg(F.count(F.lit(1)).alias("n"), F.count(F.col(id_col)).alias("_ids")).first()
+            n = agg["n"] if agg is not None else len(rows)
+            eg = "; ".join(_where(r["_file"], r[CORRUPT]) for r in rows)
             raise InputDataError(f"input {inp.path}: {n} malformed JSON line(s), e.g. {eg}")
     counts = (
         df.groupBy(F.col(id_col).alias(C.ID))
@@ -171,6 +181,29 @@ def check_rows(inp: Input, cfg: Config) -> int:
     finally:
         counts.unpersist()
     return inp.df.count()
+
+
+def _where(file: str, line: str) -> str:
+    """`file line N: 'text'` (the line number is found for local files; else file and text)."""
+    excerpt = repr(line[:60])
+    number = _line_number(file, line)
+    return f"{file} line {number}: {excerpt}" if number else f"{file}: {excerpt}"
+
+
+def _line_number(file: str, line: str) -> int | None:
+    parsed = urlparse(file)
+    if parsed.scheme not in ("", "file"):
+        return None
+    path = unquote(parsed.path)
+    opener: Any = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+            for i, text in enumerate(f, start=1):
+                if text.rstrip("\r\n") == line.rstrip("\r\n"):
+                    return i
+    except OSError:
+        return None
+    return None
 
 
 def _row_excerpt(row: object, text_col: str) -> str:

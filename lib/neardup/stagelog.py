@@ -4,12 +4,17 @@ that go into report.json."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 log = logging.getLogger("neardup")
+
+# Fault injection for tests of resumption: the driver exits right after this stage.
+FAULT_ENV = "NEARDUP_FAIL_AFTER_STAGE"
+FAULT_EXIT_CODE = 86
 
 
 class StageLog:
@@ -28,3 +33,8 @@ class StageLog:
         self.counts.update(found)
         shown = ", ".join(f"{k}={v:,}" if isinstance(v, int) else f"{k}={v}" for k, v in found.items())
         log.info("stage %-10s %7.1f s  %s", name, secs, shown)
+        if os.environ.get(FAULT_ENV) == name:
+            # Test hook: die like a killed driver (no cleanup, no exception handlers).
+            log.error("stopping the driver after stage %s (%s is set)", name, FAULT_ENV)
+            logging.shutdown()
+            os._exit(FAULT_EXIT_CODE)

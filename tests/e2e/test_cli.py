@@ -16,8 +16,10 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "sample" / "corpus.jsonl.gz"
 
 
-def neardup(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+def neardup(
+    *args: str, timeout: int = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "neardup", *args],
         capture_output=True,
@@ -28,11 +30,20 @@ def neardup(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_sample_corpus_end_to_end(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    proc = neardup(
-        "dedup", "--input", str(SAMPLE), "--output", str(out), "--conf", "spark.sql.shuffle.partitions=4"
-    )
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """One uninterrupted run of the README's first command (to a temporary output)."""
+    out = tmp_path_factory.mktemp("sample") / "out"
+    proc = neardup("dedup", "--input", str(SAMPLE), "--output", str(out))
+    return out, proc
+
+
+def _rows(out: Path) -> list[dict[str, object]]:
+    return pq.read_table(out / "clusters").to_pylist()
+
+
+def test_sample_corpus_end_to_end(sample_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    out, proc = sample_run
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Outputs in" in proc.stdout and "kept/" in proc.stdout
     for name in ("kept", "clusters", "rejected", "report.json", "_SUCCESS"):
@@ -60,7 +71,7 @@ def test_sample_corpus_end_to_end(tmp_path: Path) -> None:
     # One line per stage on stderr, no Python traceback.
     assert "stage sign" in proc.stderr and "Traceback" not in proc.stderr
 
-    again = neardup("dedup", "--input", str(SAMPLE), "--output", str(out))
+    again = neardup("dedup", "--input", str(SAMPLE), "--output", str(out), "--set", "lsh.threshold=0.7")
     assert again.returncode == 2
     errors = [line for line in again.stderr.splitlines() if line.startswith("neardup: error:")]
     assert len(errors) == 1 and "already exists" in errors[0] and "--overwrite" in errors[0]
@@ -92,3 +103,30 @@ def test_missing_input_and_usage(tmp_path: Path) -> None:
         proc.returncode == 2
         and "neardup: error: the following arguments are required: --input" in proc.stderr
     )
+
+
+def test_rerun_after_a_crash_resumes_from_finished_stages(
+    sample_run: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    args = ["dedup", "--input", str(SAMPLE), "--output", str(out)]
+    env_fail = {"NEARDUP_FAIL_AFTER_STAGE": "sign"}
+    crashed = neardup(*args, env=env_fail)
+    assert crashed.returncode == 86, crashed.stderr[-2000:]
+    assert not out.exists(), "a crashed run must not leave output that looks complete"
+    staging = tmp_path / "out.neardup-staging" / "_work"
+    assert [p.name.split("-")[0] for p in staging.iterdir() if (p / "_SUCCESS").exists()] == ["signatures"]
+
+    # Other signing parameters: the finished signatures are not reused (nor mixed in).
+    other = neardup(*args, "--set", "minhash.seed=7", env=env_fail)
+    assert other.returncode == 86 and "reusing" not in other.stderr
+
+    crashed = neardup(*args, env=env_fail)
+    assert crashed.returncode == 86
+    resumed = neardup(*args)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "stage signatures reusing" in resumed.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["resumed_stages"] == ["signatures"]
+    assert _rows(out) == _rows(sample_run[0])
+    assert not (tmp_path / "out.neardup-staging").exists() and not (out / "_work").exists()

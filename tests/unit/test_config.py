@@ -91,3 +91,26 @@ def test_only_one_of_bands_rows_given() -> None:
     assert (cfg.bands, cfg.rows) == (16, 8)
     cfg = config.load(sets=["lsh.rows=4", "minhash.num_perm=64"])
     assert (cfg.bands, cfg.rows) == (16, 4)
+
+
+def test_credentials_are_redacted_in_the_report_view() -> None:
+    cfg = config.load(
+        spark_conf=[
+            "spark.hadoop.fs.s3a.access.key=AKIAEXAMPLE",
+            "spark.hadoop.fs.s3a.secret.key=s3cr3t",
+            "spark.ssl.keyStorePassword=pw",
+            "spark.databricks.token=dapi123",
+            "spark.sql.shuffle.partitions=9",
+        ]
+    )
+    shown = config.Config.to_dict(cfg)["spark"]
+    assert shown["spark.sql.shuffle.partitions"] == "9"
+    for k in (
+        "spark.hadoop.fs.s3a.access.key",
+        "spark.hadoop.fs.s3a.secret.key",
+        "spark.ssl.keyStorePassword",
+    ):
+        assert shown[k] == config.REDACTED
+    assert "dapi123" not in str(shown) and "s3cr3t" not in str(shown)
+    # The live config keeps the values: Spark needs them.
+    assert cfg.spark["spark.hadoop.fs.s3a.secret.key"] == "s3cr3t"

@@ -1,0 +1,494 @@
+#!/usr/bin/env python3
+"""End-to-end benchmark: neardup and its peers on one generated corpus, scored against exact truth.
+
+    .venv/bin/python bench/e2e.py --docs 100000 [--tools neardup,rensa,datasketch,datatrove,mllib]
+                                  [--out bench/results/latest.md]
+
+1. Generates a deterministic corpus with planted near-duplicate clusters (neardup.synth,
+   ~2 KB lognormal documents, Zipfian vocabulary, planted Jaccard 0.3..1.0) under
+   --cache (default /tmp/neardup-bench), reused by later runs with the same spec.
+2. Computes the exact ground truth: pairs with word-5-gram Jaccard >= the threshold
+   (normalized: NFKC, lowercase, whitespace collapsed) and their connected components
+   (bench/e2e_truth.py says why brute force within planted clusters is exact, and checks it).
+3. Runs every tool in its own process with the same parameters (word 5-grams, 128
+   permutations, threshold 0.8, bands x rows from neardup.bands.optimal_bands(0.8, 128,
+   0.2, 0.8)); wall time, CPU time and peak memory are measured over each process tree
+   (the JVM and worker processes included).
+4. Scores each tool's clusters: pairwise precision/recall/F1 and the adjusted Rand index.
+5. Prints one table and writes it as Markdown to --out with the machine description.
+
+Tool groups: neardup = neardup, neardup-oph, neardup-exact; datasketch = datasketch,
+datasketch-verify; rensa = rensa, rensa-verify; datatrove; mllib. Any single name works too.
+The machine may be shared: compare tools through ratios taken in the same run, and CPU
+seconds as well as wall seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+import pyarrow.parquet as pq
+from e2e_truth import Corpus, Truth, ensure_corpus, ground_truth, labels_from_ids, score
+
+from neardup.bands import optimal_bands
+from neardup.synth import CorpusSpec
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+PYTHON = sys.executable
+
+GROUPS = {
+    "neardup": ["neardup", "neardup-oph", "neardup-exact"],
+    "datasketch": ["datasketch", "datasketch-verify"],
+    "rensa": ["rensa", "rensa-verify"],
+    "datatrove": ["datatrove"],
+    "mllib": ["mllib"],
+}
+NEARDUP_VARIANTS = {
+    "neardup": [],
+    "neardup-oph": ["--set", "minhash.method=oph"],
+    "neardup-exact": ["--set", "verify.method=exact"],
+}
+SAMPLE_SECONDS = 0.2
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+@dataclass
+class Measure:
+    wall: float = 0.0
+    cpu: float = 0.0  # user + system seconds over the whole process tree
+    peak_mb: float = 0.0  # largest sum of RSS over the tree at one sample
+    returncode: int | None = None
+    timed_out: bool = False
+
+
+def run_measured(cmd: list[str], log: Path, timeout: float, env: dict[str, str] | None = None) -> Measure:
+    """Run cmd in its own session; sample its process tree until it exits (or time out).
+
+    CPU: the larger of (a) the sum over every process seen of its last sampled user+system
+    time and (b) what wait4 reports for the child and the descendants it reaped. (a)
+    misses up to one sample period of short-lived processes, (b) misses processes nobody
+    waited for (the JVM); together they are within a fraction of a second.
+    Memory: the sum of RSS over the tree, so pages shared between forked workers count
+    once per process, as `ps` shows them.
+    """
+    m = Measure()
+    last_cpu: dict[tuple[int, float], float] = {}
+    with open(log, "wb") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+        root = psutil.Process(proc.pid)
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                m.wall = time.perf_counter() - start
+                m.returncode = os.waitstatus_to_exitcode(status)
+                proc.returncode = m.returncode  # reaped here: keep Popen from waiting again
+                m.cpu = max(sum(last_cpu.values()), usage.ru_utime + usage.ru_stime)
+                break
+            rss = 0
+            try:
+                tree = [root, *root.children(recursive=True)]
+            except psutil.Error:
+                tree = []
+            for p in tree:
+                try:
+                    with p.oneshot():
+                        t = p.cpu_times()
+                        last_cpu[(p.pid, p.create_time())] = t.user + t.system
+                        rss += p.memory_info().rss
+                except psutil.Error:
+                    continue
+            m.peak_mb = max(m.peak_mb, rss / 2**20)
+            if time.perf_counter() - start > timeout and not m.timed_out:
+                m.timed_out = True
+                os.killpg(proc.pid, signal.SIGKILL)  # the session we started: the tool and its children
+            time.sleep(SAMPLE_SECONDS)
+    return m
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class Row:
+    tool: str
+    docs: int
+    measure: Measure | None = None
+    scores: dict[str, float] = field(default_factory=dict)
+    clusters: int | None = None
+    largest: int | None = None
+    stages: dict[str, float] = field(default_factory=dict)
+    counts: dict[str, Any] = field(default_factory=dict)
+    notes: str = ""
+    error: str | None = None
+
+
+def _tail(log: Path, lines: int = 3) -> str:
+    try:
+        text = log.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    useful = [t for t in text if t.strip()]
+    return " | ".join(useful[-lines:])[-400:]
+
+
+def run_neardup(
+    tool: str, corpus: Corpus, work: Path, args: argparse.Namespace
+) -> tuple[Row, np.ndarray | None]:
+    row = Row(tool, corpus.spec.num_docs)
+    out = work / "out"
+    cmd = [
+        PYTHON,
+        "-m",
+        "neardup",
+        "dedup",
+        "--input",
+        str(corpus.path),
+        "--output",
+        str(out),
+        "--overwrite",
+        "--master",
+        f"local[{args.workers}]",
+        "--conf",
+        f"spark.driver.memory={args.driver_memory}",
+        *NEARDUP_VARIANTS[tool],
+    ]
+    row.measure = run_measured(cmd, work / "log.txt", args.timeout)
+    if row.measure.timed_out:
+        row.error = f"timed out after {args.timeout:.0f} s"
+        return row, None
+    if row.measure.returncode != 0:
+        row.error = f"exit {row.measure.returncode}: {_tail(work / 'log.txt')}"
+        return row, None
+    report = json.loads((out / "report.json").read_text())
+    row.stages = {k: float(v) for k, v in report.get("seconds", {}).items()}
+    row.counts = report.get("counts", {})
+    cfg = report.get("config", {})
+    row.notes = (
+        f"{cfg.get('minhash', {}).get('method')} MinHash, verify={cfg.get('verify', {}).get('method')}, "
+        f"LSH {report.get('bands', {}).get('bands')}x{report.get('bands', {}).get('rows')}, "
+        f"components={report.get('components', {}).get('backend')}; local[{args.workers}]"
+    )
+    clusters = pq.read_table(out / "clusters", columns=["id", "cluster_id"])
+    corpus_ids = pq.read_table(corpus.path, columns=["id"]).column("id").to_numpy()
+    cid = clusters.column("cluster_id").to_numpy(zero_copy_only=False)
+    ids = clusters.column("id").to_numpy()
+    labels = labels_from_ids(corpus_ids, ids, np.nan_to_num(cid, nan=-1).astype(np.int64))
+    return row, labels
+
+
+def run_peer(
+    tool: str, corpus: Corpus, work: Path, args: argparse.Namespace
+) -> tuple[Row, np.ndarray | None]:
+    row = Row(tool, corpus.spec.num_docs)
+    labels_path, info_path = work / "labels.npy", work / "info.json"
+    cmd = [
+        PYTHON,
+        str(BENCH / "e2e_tools.py"),
+        tool,
+        "--corpus",
+        str(corpus.path),
+        "--shards",
+        str(corpus.shards),
+        "--work",
+        str(work),
+        "--labels",
+        str(labels_path),
+        "--info",
+        str(info_path),
+        "--bands",
+        str(args.bands),
+        "--rows",
+        str(args.rows),
+        "--num-perm",
+        str(args.num_perm),
+        "--threshold",
+        str(args.threshold),
+        "--workers",
+        str(args.workers),
+        "--mllib-tables",
+        str(args.mllib_tables),
+        "--driver-memory",
+        args.driver_memory,
+    ]
+    row.measure = run_measured(cmd, work / "log.txt", args.timeout)
+    if row.measure.timed_out:
+        row.error = f"timed out after {args.timeout:.0f} s (bounded by --timeout)"
+        return row, None
+    if row.measure.returncode != 0:
+        row.error = f"exit {row.measure.returncode}: {_tail(work / 'log.txt')}"
+        return row, None
+    info = json.loads(info_path.read_text())
+    row.stages = info.get("phases", {})
+    row.notes = info.get("notes", "")
+    row.counts = {k: v for k, v in info.items() if k.endswith("_pairs") and v is not None}
+    return row, np.load(labels_path)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _cmd_out(cmd: list[str]) -> str:
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    return (r.stdout + r.stderr).strip().splitlines()[0] if (r.stdout + r.stderr).strip() else "?"
+
+
+def _version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def machine() -> dict[str, str]:
+    model = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    commit = _cmd_out(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])  # read-only
+    return {
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": f"{os.cpu_count()} cores, {model}",
+        "memory": f"{psutil.virtual_memory().total / 2**30:.1f} GiB",
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "java": _cmd_out(["java", "-version"]),
+        "spark (pyspark)": _version("pyspark"),
+        "neardup": f"{_version('neardup')} (commit {commit}, working tree as found)",
+        "peers": ", ".join(f"{n} {_version(n)}" for n in ("datasketch", "rensa", "datatrove")),
+        "numpy / pyarrow / numba": f"{_version('numpy')} / {_version('pyarrow')} / {_version('numba')}",
+    }
+
+
+def _f(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def render(
+    rows: list[Row],
+    spec: CorpusSpec,
+    truth: Truth,
+    args: argparse.Namespace,
+    env: dict[str, str],
+    extra: list[str],
+) -> str:
+    ref = next((r for r in rows if r.tool == "neardup" and r.measure and not r.error), None)
+    lines = [
+        f"# neardup end-to-end benchmark: {spec.num_docs:,} documents",
+        "",
+        "| tool | docs | wall s | docs/s | CPU s | CPU/wall | wall / neardup | CPU / neardup | peak MB "
+        "| precision | recall | F1 | ARI | dup clusters | largest |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        m = r.measure
+        if r.error or m is None:
+            lines.append(
+                f"| {r.tool} | {r.docs:,} | {_f(m.wall if m else None, 1)} | - | - | - | - | - | - "
+                "| - | - | - | - | - | - |"
+            )
+            continue
+        rel_wall = m.wall / ref.measure.wall if ref and ref.measure else None
+        rel_cpu = m.cpu / ref.measure.cpu if ref and ref.measure and ref.measure.cpu else None
+        s = r.scores
+        lines.append(
+            f"| {r.tool} | {r.docs:,} | {m.wall:.1f} | {r.docs / m.wall:,.0f} | {m.cpu:.1f} "
+            f"| {m.cpu / m.wall:.2f} | {_f(rel_wall, 2)} | {_f(rel_cpu, 2)} | {m.peak_mb:,.0f} "
+            f"| {s['precision']:.4f} | {s['recall']:.4f} "
+            f"| {s['f1']:.4f} | {s['ari']:.4f} | {r.clusters:,} | {r.largest} |"
+        )
+    lines += ["", "Notes per tool:", ""]
+    for r in rows:
+        text = r.error or r.notes
+        if r.counts:
+            text += "; " + ", ".join(f"{k} {v:,}" for k, v in r.counts.items() if isinstance(v, int))
+        lines.append(f"- **{r.tool}**: {text}")
+    for r in rows:
+        if r.stages and not r.error:
+            lines += ["", f"{r.tool} seconds per stage (its own timers; total = wall of its job):", ""]
+            names = list(r.stages)
+            lines.append("| " + " | ".join(names) + " |")
+            lines.append("|" + "---:|" * len(names))
+            lines.append("| " + " | ".join(f"{r.stages[n]:.1f}" for n in names) + " |")
+    lines += [
+        "",
+        "## Definitions",
+        "",
+        f"- Corpus: `neardup.synth.CorpusSpec(num_docs={spec.num_docs}, seed={spec.seed}, "
+        f"mean_chars={spec.mean_chars})`, other fields default (30 % of documents in planted clusters "
+        f"of 2-{spec.max_cluster_size}, edited copies at Jaccard "
+        f"{spec.jaccard_range[0]}..{spec.jaccard_range[1]}).",
+        f"- Parameters, every tool: word 5-grams, {args.num_perm} permutations, threshold {args.threshold}, "
+        f"LSH {args.bands} bands x {args.rows} rows "
+        f"(`optimal_bands({args.threshold}, {args.num_perm}, 0.2, 0.8)`) "
+        f"except MLlib ({args.mllib_tables} tables of one hash each: MLlib has no AND side).",
+        f"- Ground truth: a true pair is two documents in the same connected component of the graph of pairs "
+        f"with exact word-5-gram Jaccard >= {args.threshold} (NFKC, lowercase, whitespace collapsed): "
+        f"{truth.similar_pairs:,} similar pairs, {truth.duplicate_clusters:,} components of 2+ documents "
+        f"(largest {truth.largest}), {truth.true_pairs:,} true pairs.",
+        f"- Cross-cluster check (premise of the exact truth): an exact all-pairs join at Jaccard >= 0.5 on "
+        f"{truth.sample_docs:,} sampled documents found {truth.sample_within_pairs:,} pairs inside planted "
+        f"clusters and {truth.sample_cross_pairs} across them (largest cross-cluster Jaccard among "
+        f"candidates {truth.sample_max_cross_jaccard:.3f}).",
+        "- Predicted pair: two documents in the same predicted cluster. Precision = true predicted pairs / "
+        "predicted pairs, recall = true predicted pairs / true pairs, F1 their harmonic mean; ARI = adjusted "
+        "Rand index of the two clusterings (1 = identical, 0 = chance).",
+        f"- wall s: the tool's process from start to exit (corpus read, JVM start and output written "
+        f"included); docs/s = docs / wall s. CPU s: user+system over its process tree; CPU/wall = cores kept "
+        f"busy. Peak MB: largest sum of RSS over its process tree, sampled every {SAMPLE_SECONDS} s. "
+        "wall / neardup and CPU / neardup are ratios to the `neardup` row of this same run.",
+        "",
+        "## Machine",
+        "",
+        *[f"- {k}: {v}" for k, v in env.items()],
+        *extra,
+        "",
+        "Command: `" + " ".join(["python", "bench/e2e.py", *sys.argv[1:]]) + "`",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def expand_tools(names: str) -> list[str]:
+    known = {t for group in GROUPS.values() for t in group}
+    out: list[str] = []
+    for name in (n.strip() for n in names.split(",") if n.strip()):
+        if name in GROUPS:
+            out += GROUPS[name]
+        elif name in known:
+            out.append(name)
+        else:
+            raise SystemExit(f"e2e: unknown tool {name!r}; known: {', '.join(sorted(known | set(GROUPS)))}")
+    return list(dict.fromkeys(out))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--docs", type=int, default=100_000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--mean-chars", type=int, default=2000)
+    p.add_argument("--tools", default="neardup,datasketch,rensa,datatrove,mllib")
+    p.add_argument("--out", default=str(BENCH / "results" / "latest.md"))
+    p.add_argument(
+        "--cache", default="/tmp/neardup-bench", help="corpora, truth and tool outputs (never committed)"
+    )
+    p.add_argument("--threshold", type=float, default=0.8)
+    p.add_argument("--num-perm", type=int, default=128)
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="cores given to parallel tools")
+    p.add_argument("--driver-memory", default="4g", help="Spark driver memory (neardup and MLlib alike)")
+    p.add_argument("--mllib-tables", type=int, default=16)
+    p.add_argument("--mllib-max-docs", type=int, default=100_000, help="skip MLlib above this corpus size")
+    p.add_argument("--timeout", type=float, default=900, help="seconds per tool run before it is killed")
+    p.add_argument("--truth-sample", type=int, default=4000, help="documents in the cross-cluster check")
+    args = p.parse_args()
+    args.bands, args.rows = optimal_bands(args.threshold, args.num_perm, 0.2, 0.8)
+    tools = expand_tools(args.tools)
+
+    env = machine()
+    load_before = os.getloadavg()
+    spec = CorpusSpec(num_docs=args.docs, seed=args.seed, mean_chars=args.mean_chars)
+    t0 = time.perf_counter()
+    corpus, reused = ensure_corpus(spec, Path(args.cache), num_shards=args.workers)
+    print(
+        f"corpus {corpus.path} ({'reused' if reused else 'generated'}, {time.perf_counter() - t0:.1f} s)",
+        flush=True,
+    )
+
+    t0 = time.perf_counter()
+    truth_path = corpus.path.parent / f"truth-t{args.threshold}-s{args.truth_sample}.npz"
+    if truth_path.exists():
+        z = np.load(truth_path)
+        truth = Truth(labels=z["labels"], **json.loads(str(z["meta"])))
+        how = "reused"
+    else:
+        table = pq.read_table(corpus.path, columns=["text", "cluster"])
+        truth = ground_truth(table, args.threshold, sample=args.truth_sample)
+        del table
+        meta = {k: v for k, v in truth.__dict__.items() if k != "labels"}
+        np.savez(truth_path, labels=truth.labels, meta=json.dumps(meta))
+        how = "computed"
+    print(
+        f"ground truth {how} in {time.perf_counter() - t0:.1f} s: {truth.similar_pairs:,} similar pairs, "
+        f"{truth.true_pairs:,} true pairs; cross-cluster check: {truth.sample_cross_pairs} of "
+        f"{truth.sample_within_pairs + truth.sample_cross_pairs} similar pairs "
+        f"in a {truth.sample_docs}-doc sample",
+        flush=True,
+    )
+    print(f"bands x rows = {args.bands} x {args.rows}; tools: {', '.join(tools)}", flush=True)
+
+    out_path = Path(args.out)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    rows: list[Row] = []
+    for tool in tools:
+        if tool == "mllib" and args.docs > args.mllib_max_docs:
+            rows.append(
+                Row(
+                    tool,
+                    args.docs,
+                    error=f"skipped: {args.docs:,} docs > --mllib-max-docs {args.mllib_max_docs:,}",
+                )
+            )
+            continue
+        work = Path(args.cache) / corpus.key / "runs" / tool
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(Path(f"{work}/out.neardup-staging"), ignore_errors=True)
+        work.mkdir(parents=True)
+        print(f"running {tool} ...", end=" ", flush=True)
+        runner = run_neardup if tool.startswith("neardup") else run_peer
+        row, labels = runner(tool, corpus, work, args)
+        if labels is not None:
+            s = score(labels, truth.labels)
+            row.scores = {"precision": s.precision, "recall": s.recall, "f1": s.f1, "ari": s.ari}
+            row.clusters, row.largest = s.duplicate_clusters, s.largest
+        rows.append(row)
+        m = row.measure
+        print(
+            row.error
+            or f"{m.wall:.1f} s wall, {m.cpu:.1f} s CPU, {m.peak_mb:,.0f} MB; "
+            f"P {row.scores['precision']:.4f} R {row.scores['recall']:.4f} ARI {row.scores['ari']:.4f}",
+            flush=True,
+        )
+        # Written after every tool: an interrupted run still leaves what it measured.
+        extra = [f"- load average (1/5/15 min) at start: {' / '.join(f'{x:.2f}' for x in load_before)}"]
+        out_path.write_text(render(rows, spec, truth, args, env, extra))
+
+    extra = [
+        f"- load average (1/5/15 min) at start: {' / '.join(f'{x:.2f}' for x in load_before)}, "
+        f"at end: {' / '.join(f'{x:.2f}' for x in os.getloadavg())} (other work shares this machine)",
+    ]
+    text = render(rows, spec, truth, args, env, extra)
+    out_path.write_text(text)
+    print()
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
