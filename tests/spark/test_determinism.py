@@ -57,7 +57,9 @@ def _write(rows: list[dict[str, Any]], path: Path, files: int, reverse: bool) ->
 
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=corpora())
-def test_same_output_whatever_the_layout(spark: Any, tmp_path_factory: Any, rows: list[dict[str, Any]]) -> None:
+def test_same_output_whatever_the_layout(
+    spark: Any, tmp_path_factory: Any, rows: list[dict[str, Any]]
+) -> None:
     root = tmp_path_factory.mktemp("det")
     cfg = config.load()
     results = []
