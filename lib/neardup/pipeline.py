@@ -174,17 +174,19 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
 
         with stages.stage("survivors") as n:
             assigned = keep(select_survivors(members, components, cfg))
-            sizes = (
-                assigned.filter(F.col("_size") > 1)
-                .agg(F.countDistinct(C.KEPT_ID).alias("clusters"), F.max("_size").alias("largest"))
-                .first()
-            )
+            is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
+            sizes = assigned.agg(
+                F.sum((is_kept & (F.col("_size") > 1)).cast("long")).alias("clusters"),
+                F.max("_size").alias("largest"),
+                F.sum(is_kept.cast("long")).alias("kept"),
+            ).first()
             assert sizes is not None
             n["clusters"] = int(sizes["clusters"] or 0)
             n["largest_cluster"] = int(sizes["largest"] or 1)
+            n_kept = int(sizes["kept"] or 0)
 
         with stages.stage("write"):
-            _write_outputs(source, cfg, assigned, rejected, n_rejected, paths)
+            _write_outputs(source, cfg, assigned, rejected, n_rejected, n_input - n_kept, paths)
 
         with stages.stage("check") as n:
             checked = check_outputs(
@@ -205,7 +207,13 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
 
 
 def _write_outputs(
-    source: DataFrame, cfg: Config, assigned: DataFrame, rejected: DataFrame, n_rejected: int, paths: Paths
+    source: DataFrame,
+    cfg: Config,
+    assigned: DataFrame,
+    rejected: DataFrame,
+    n_rejected: int,
+    n_dropped: int,
+    paths: Paths,
 ) -> None:
     """clusters/ (sorted by id), kept/ and rejected/ (input columns unchanged) under staging."""
     id_type = next(f.dataType for f in source.schema.fields if f.name == cfg.input.id_col)
@@ -227,8 +235,16 @@ def _write_outputs(
     clusters.orderBy(C.ID).write.mode("overwrite").parquet(paths.staged("clusters"))
 
     id_col = cfg.input.id_col
-    survivors = assigned.filter(F.col(C.DOC_ID) == F.col(C.KEPT_ID)).select(F.col(C.DOC_ID).alias(C.KEPT_ID))
-    kept = source.join(survivors, F.col(id_col) == F.col(C.KEPT_ID), "left_semi")
+    # kept/ = input minus removed minus rejected: when those ids are few enough to broadcast
+    # the texts are filtered where they are read, instead of being shuffled for a join.
+    dropped = (
+        assigned.filter(F.col(C.DOC_ID) != F.col(C.KEPT_ID))
+        .select(F.col(C.DOC_ID).alias("_drop_id"))
+        .unionByName(rejected.select(F.col(C.DOC_ID).alias("_drop_id")))
+    )
+    if n_dropped <= _BROADCAST_ROWS:
+        dropped = F.broadcast(dropped)
+    kept = source.join(dropped, F.col(id_col) == F.col("_drop_id"), "left_anti")
     kept.write.mode("overwrite").parquet(paths.staged("kept"))
 
     # The user's own `reason` column, if any, stays as it is; ours takes another name.

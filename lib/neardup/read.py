@@ -156,31 +156,31 @@ def check_rows(inp: Input, cfg: Config) -> int:
             n = agg["n"] if agg is not None else len(rows)
             eg = "; ".join(_where(r["_file"], r[CORRUPT]) for r in rows)
             raise InputDataError(f"input {inp.path}: {n} malformed JSON line(s), e.g. {eg}")
-    counts = (
-        df.groupBy(F.col(id_col).alias(C.ID))
-        .agg(F.count(F.lit(1)).alias("n"))
-        .filter((F.col("n") > 1) | F.col(C.ID).isNull())
-    ).persist()
-    try:
-        bad_rows = counts.orderBy(F.col(C.ID).asc_nulls_first()).limit(3).collect()
-        if bad_rows and bad_rows[0][C.ID] is None:
-            n = bad_rows[0]["n"]
-            examples = df.filter(F.col(id_col).isNull()).limit(2).collect()
-            shown = "; ".join(_row_excerpt(r, cfg.input.text_col) for r in examples)
-            raise InputDataError(
-                f"input {inp.path}: {n} row(s) have a null id in column {id_col!r}, e.g. {shown}"
-            )
-        if bad_rows:
-            agg = counts.agg(F.count(F.lit(1)).alias("ids"), F.sum("n").alias("rows")).first()
-            assert agg is not None
-            eg = ", ".join(f"{r[C.ID]!r} ({r['n']} times)" for r in bad_rows[:2])
-            raise InputDataError(
-                f"input {inp.path}: {agg['ids']} id(s) in column {id_col!r} are repeated "
-                f"({agg['rows']} rows), e.g. {eg}"
-            )
-    finally:
-        counts.unpersist()
-    return inp.df.count()
+    per_id = df.groupBy(F.col(id_col).alias(C.ID)).agg(F.count(F.lit(1)).alias("n"))
+    is_bad = (F.col("n") > 1) | F.col(C.ID).isNull()
+    # One job for the common case: the row count and whether anything is wrong.
+    totals = per_id.agg(
+        F.sum("n").alias("rows"),
+        F.sum(F.when(F.col(C.ID).isNull(), F.col("n")).otherwise(0)).alias("null_rows"),
+        F.sum(F.when(F.col("n") > 1, 1).otherwise(0)).alias("repeated_ids"),
+        F.sum(F.when(F.col("n") > 1, F.col("n")).otherwise(0)).alias("repeated_rows"),
+    ).first()
+    assert totals is not None
+    if totals["null_rows"]:
+        examples = df.filter(F.col(id_col).isNull()).limit(2).collect()
+        shown = "; ".join(_row_excerpt(r, cfg.input.text_col) for r in examples)
+        raise InputDataError(
+            f"input {inp.path}: {totals['null_rows']} row(s) have a null id in column {id_col!r}, "
+            f"e.g. {shown}"
+        )
+    if totals["repeated_ids"]:
+        worst = per_id.filter(is_bad).orderBy(F.col("n").desc(), F.col(C.ID)).limit(2).collect()
+        eg = ", ".join(f"{r[C.ID]!r} ({r['n']} times)" for r in worst)
+        raise InputDataError(
+            f"input {inp.path}: {totals['repeated_ids']} id(s) in column {id_col!r} are repeated "
+            f"({totals['repeated_rows']} rows), e.g. {eg}"
+        )
+    return int(totals["rows"] or 0)
 
 
 def _where(file: str, line: str) -> str:
