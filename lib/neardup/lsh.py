@@ -10,7 +10,7 @@ verification of the centre's edges decides what stays joined.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from neardup import columns as C
@@ -24,10 +24,17 @@ def band_rows(signed: DataFrame) -> DataFrame:
 def candidate_edges(signed: DataFrame) -> DataFrame:
     """(_id, _bands) -> distinct (src, dst) with src < dst: src is the smallest id of a bucket.
 
-    One shuffle by (band, key) with a sort inside each partition for the window,
-    then one shuffle for `distinct` (a pair sharing several bands is one edge).
+    Most buckets hold one document. A hash aggregation by (band, key) finds the buckets
+    with two or more (one shuffle, no sort of the band rows, which a window would need);
+    those buckets, usually few, are broadcast back to the band rows to emit the star edges;
+    a final `distinct` merges a pair that shares several bands.
     """
-    bucket = Window.partitionBy(C.BAND, C.BAND_KEY)
     rows = band_rows(signed)
-    starred = rows.select(F.min(C.DOC_ID).over(bucket).alias(C.SRC), F.col(C.DOC_ID).alias(C.DST))
+    shared = (
+        rows.groupBy(C.BAND, C.BAND_KEY)
+        .agg(F.min(C.DOC_ID).alias(C.SRC), F.count(F.lit(1)).alias("_n"))
+        .filter(F.col("_n") > 1)
+        .drop("_n")
+    )
+    starred = rows.join(shared, [C.BAND, C.BAND_KEY]).select(C.SRC, F.col(C.DOC_ID).alias(C.DST))
     return starred.filter(F.col(C.SRC) != F.col(C.DST)).distinct()
