@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import time
-from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+import groundtruth
 from neardup.columns import COMPONENT, DOC_ID
 from neardup.components import connected_components, graphframes_available
 from neardup.errors import NeardupError, UsageError
@@ -20,29 +20,10 @@ Edge = tuple[Any, Any]
 
 
 def bfs_components(edges: Iterable[Edge]) -> dict[Any, Any]:
-    """node -> smallest node of its component; self-loops and null endpoints ignored."""
-    adj: dict[Any, set[Any]] = defaultdict(set)
-    for a, b in edges:
-        if a is None or b is None or a == b:
-            continue
-        adj[a].add(b)
-        adj[b].add(a)
-    out: dict[Any, Any] = {}
-    for start in adj:
-        if start in out:
-            continue
-        seen = {start}
-        queue = deque([start])
-        while queue:
-            node = queue.popleft()
-            for nxt in adj[node]:
-                if nxt not in seen:
-                    seen.add(nxt)
-                    queue.append(nxt)
-        smallest = min(seen)
-        for node in seen:
-            out[node] = smallest
-    return out
+    """node -> smallest node of its component, for the nodes of real edges (self-loops and
+    null endpoints are ignored, as the stage drops them)."""
+    real = [(a, b) for a, b in edges if a is not None and b is not None and a != b]
+    return groundtruth.bfs_components([], real)
 
 
 def edges_df(spark: SparkSession, edges: Sequence[Edge], id_type: T.DataType) -> Any:
