@@ -51,7 +51,7 @@ class ShingleConfig:
 
 @dataclasses.dataclass(frozen=True)
 class MinHashConfig:
-    method: str = "classic"
+    method: str = "oph"
     num_perm: int = 128
     seed: int = 42
 
