@@ -14,7 +14,6 @@ TEXT_HASH_LO = "_thash_lo"
 EMPTY = "_empty"  # normalized text is empty (no shingles)
 SIG = "_sig"  # MinHash signature: num_perm little-endian uint32 slots, binary
 BAND_KEYS = "_bands"  # array<long>: one 64-bit key per band
-BAND = "_band"
 BAND_KEY = "_band_key"
 SRC = "src"  # edge endpoints (GraphFrames' names)
 DST = "dst"
