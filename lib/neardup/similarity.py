@@ -1,5 +1,6 @@
 """Pure similarity kernels used by verification: signatures decoded from Arrow
-binary columns, estimated Jaccard, and exact Jaccard of sorted shingle-hash sets.
+binary columns, and exact Jaccard of sorted shingle-hash sets. (The signature
+estimate itself is `neardup.minhash.estimate_jaccard`.)
 """
 
 from __future__ import annotations
@@ -23,11 +24,6 @@ def signature_matrix(col: pa.Array | pa.ChunkedArray, num_perm: int) -> np.ndarr
     data = fixed.buffers()[1]
     flat = np.frombuffer(data, dtype="<u4", count=(fixed.offset + len(fixed)) * num_perm)
     return flat[fixed.offset * num_perm :].reshape(len(fixed), num_perm)
-
-
-def estimated_jaccard(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise fraction of equal slots: the MinHash estimate of Jaccard similarity."""
-    return np.asarray((a == b).mean(axis=1), dtype=np.float64)
 
 
 @njit(cache=True, nogil=True)

@@ -32,10 +32,11 @@ def _signature_scorer(
     num_perm: int, threshold: float
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def score(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from neardup.similarity import estimated_jaccard, signature_matrix
+        from neardup.minhash import estimate_jaccard
+        from neardup.similarity import signature_matrix
 
         for batch in batches:
-            sim = estimated_jaccard(
+            sim = estimate_jaccard(
                 signature_matrix(batch.column(_A), num_perm), signature_matrix(batch.column(_B), num_perm)
             )
             keep = pa.array(sim >= threshold)
