@@ -17,7 +17,8 @@
 4. Scores each tool's clusters: pairwise precision/recall/F1 and the adjusted Rand index.
 5. Prints one table and writes it as Markdown to --out with the machine description.
 
-Tool groups: neardup = neardup, neardup-oph, neardup-exact; datasketch = datasketch,
+Tool groups: neardup = neardup (its defaults), the other signing method (neardup-classic or
+neardup-oph), neardup-exact (exact verification); datasketch = datasketch,
 datasketch-verify; rensa = rensa, rensa-verify; datatrove; mllib. Any single name works too.
 The machine may be shared: compare tools through ratios taken in the same run, and CPU
 seconds as well as wall seconds.
@@ -52,17 +53,33 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 PYTHON = sys.executable
 
+
+def _default_method() -> str:
+    """neardup's default minhash.method, so the group adds the other method, not a copy of the default."""
+    try:
+        from neardup.config import default_layer
+
+        return str(default_layer()["minhash"]["method"])
+    except (ImportError, KeyError, TypeError):
+        return "classic"
+
+
 GROUPS = {
-    "neardup": ["neardup", "neardup-oph", "neardup-exact"],
+    "neardup": [
+        "neardup",
+        "neardup-classic" if _default_method() == "oph" else "neardup-oph",
+        "neardup-exact",
+    ],
     "datasketch": ["datasketch", "datasketch-verify"],
     "rensa": ["rensa", "rensa-verify"],
     "datatrove": ["datatrove"],
     "mllib": ["mllib"],
 }
 NEARDUP_VARIANTS = {
-    "neardup": [],
+    "neardup": [],  # the defaults, whatever they are (the notes column says)
+    "neardup-classic": ["--set", "minhash.method=classic"],
     "neardup-oph": ["--set", "minhash.method=oph"],
-    "neardup-exact": ["--set", "verify.method=exact"],
+    "neardup-exact": ["--set", "verify.method=exact"],  # with the default signing method
 }
 SAMPLE_SECONDS = 0.2
 
@@ -139,6 +156,11 @@ class Row:
     counts: dict[str, Any] = field(default_factory=dict)
     notes: str = ""
     error: str | None = None
+    repeats: list[Measure] = field(default_factory=list)  # every run of this tool, best first
+
+
+def _wall(row: Row) -> float:
+    return row.measure.wall if row.measure else float("inf")
 
 
 def _tail(log: Path, lines: int = 3) -> str:
@@ -327,14 +349,22 @@ def render(
         text = r.error or r.notes
         if r.counts:
             text += "; " + ", ".join(f"{k} {v:,}" for k, v in r.counts.items() if isinstance(v, int))
+        if len(r.repeats) > 1:
+            text += "; runs (wall/CPU s): " + ", ".join(f"{m.wall:.1f}/{m.cpu:.1f}" for m in r.repeats)
         lines.append(f"- **{r.tool}**: {text}")
     for r in rows:
-        if r.stages and not r.error:
-            lines += ["", f"{r.tool} seconds per stage (its own timers; total = wall of its job):", ""]
-            names = list(r.stages)
-            lines.append("| " + " | ".join(names) + " |")
-            lines.append("|" + "---:|" * len(names))
-            lines.append("| " + " | ".join(f"{r.stages[n]:.1f}" for n in names) + " |")
+        if r.stages and r.measure and not r.error:
+            timed = r.stages.get("total", sum(r.stages.values()))
+            stages = {**r.stages, "outside timers": r.measure.wall - timed}
+            lines += [
+                "",
+                f"{r.tool} seconds per stage (the tool's own timers; 'outside timers' = wall s minus their "
+                "total: interpreter and JVM start, imports, publishing):",
+                "",
+                "| " + " | ".join(stages) + " |",
+                "|" + "---:|" * len(stages),
+                "| " + " | ".join(f"{v:.1f}" for v in stages.values()) + " |",
+            ]
     lines += [
         "",
         "## Definitions",
@@ -357,7 +387,8 @@ def render(
         f"candidates {truth.sample_max_cross_jaccard:.3f}).",
         "- Predicted pair: two documents in the same predicted cluster. Precision = true predicted pairs / "
         "predicted pairs, recall = true predicted pairs / true pairs, F1 their harmonic mean; ARI = adjusted "
-        "Rand index of the two clusterings (1 = identical, 0 = chance).",
+        "Rand index of the two clusterings (1 = identical, 0 = chance). With clusters this small against "
+        "the corpus, chance agreement is ~0 and ARI is within 1e-4 of F1.",
         f"- wall s: the tool's process from start to exit (corpus read, JVM start and output written "
         f"included); docs/s = docs / wall s. CPU s: user+system over its process tree; CPU/wall = cores kept "
         f"busy. Peak MB: largest sum of RSS over its process tree, sampled every {SAMPLE_SECONDS} s. "
@@ -408,6 +439,7 @@ def main() -> None:
     p.add_argument("--mllib-max-docs", type=int, default=100_000, help="skip MLlib above this corpus size")
     p.add_argument("--timeout", type=float, default=900, help="seconds per tool run before it is killed")
     p.add_argument("--truth-sample", type=int, default=4000, help="documents in the cross-cluster check")
+    p.add_argument("--repeat", type=int, default=1, help="runs per tool; the table shows the fastest")
     args = p.parse_args()
     args.bands, args.rows = optimal_bands(args.threshold, args.num_perm, 0.2, 0.8)
     tools = expand_tools(args.tools)
@@ -458,24 +490,38 @@ def main() -> None:
             )
             continue
         work = Path(args.cache) / corpus.key / "runs" / tool
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(Path(f"{work}/out.neardup-staging"), ignore_errors=True)
-        work.mkdir(parents=True)
-        print(f"running {tool} ...", end=" ", flush=True)
         runner = run_neardup if tool.startswith("neardup") else run_peer
-        row, labels = runner(tool, corpus, work, args)
+        print(f"running {tool} ...", end=" ", flush=True)
+        best: tuple[Row, np.ndarray | None] | None = None
+        runs: list[Measure] = []
+        for _ in range(args.repeat):
+            shutil.rmtree(work, ignore_errors=True)  # also neardup's staging (resumable work) inside
+            work.mkdir(parents=True)
+            row, labels = runner(tool, corpus, work, args)
+            if row.measure:
+                runs.append(row.measure)
+            # Best of the repeats by wall time: the least disturbed by other work on the machine.
+            if best is None or (not row.error and (best[0].error or _wall(row) < _wall(best[0]))):
+                best = (row, labels)
+            if row.error:
+                break
+        assert best is not None
+        row, labels = best
+        row.repeats = sorted(runs, key=lambda m: m.wall)
         if labels is not None:
             s = score(labels, truth.labels)
             row.scores = {"precision": s.precision, "recall": s.recall, "f1": s.f1, "ari": s.ari}
             row.clusters, row.largest = s.duplicate_clusters, s.largest
         rows.append(row)
         m = row.measure
-        print(
-            row.error
-            or f"{m.wall:.1f} s wall, {m.cpu:.1f} s CPU, {m.peak_mb:,.0f} MB; "
-            f"P {row.scores['precision']:.4f} R {row.scores['recall']:.4f} ARI {row.scores['ari']:.4f}",
-            flush=True,
-        )
+        if row.error or m is None:
+            print(row.error, flush=True)
+        else:
+            print(
+                f"{m.wall:.1f} s wall, {m.cpu:.1f} s CPU, {m.peak_mb:,.0f} MB; "
+                f"P {row.scores['precision']:.4f} R {row.scores['recall']:.4f} ARI {row.scores['ari']:.4f}",
+                flush=True,
+            )
         # Written after every tool: an interrupted run still leaves what it measured.
         extra = [f"- load average (1/5/15 min) at start: {' / '.join(f'{x:.2f}' for x in load_before)}"]
         out_path.write_text(render(rows, spec, truth, args, env, extra))

@@ -114,7 +114,7 @@ def shingle_rows(words: pa.ListArray) -> tuple[np.ndarray, np.ndarray, np.ndarra
         raise ValueError("vocabulary too large for exact two-key 5-gram codes")
     n = len(codes) - (NGRAM - 1)
     if n <= 0:
-        return (np.zeros(0, np.int64),) * 3  # type: ignore[return-value]
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
     doc_of_word = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
     start = np.arange(n)
     valid = doc_of_word[start] == doc_of_word[start + NGRAM - 1]  # window inside one document
