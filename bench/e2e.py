@@ -192,6 +192,7 @@ def run_neardup(
         "--conf",
         f"spark.driver.memory={args.driver_memory}",
         *NEARDUP_VARIANTS[tool],
+        *(x for kv in args.neardup_conf for x in ("--conf", kv)),
     ]
     row.measure = run_measured(cmd, work / "log.txt", args.timeout)
     if row.measure.timed_out:
@@ -439,6 +440,13 @@ def main() -> None:
     p.add_argument("--mllib-max-docs", type=int, default=100_000, help="skip MLlib above this corpus size")
     p.add_argument("--timeout", type=float, default=900, help="seconds per tool run before it is killed")
     p.add_argument("--truth-sample", type=int, default=4000, help="documents in the cross-cluster check")
+    p.add_argument(
+        "--neardup-conf",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="extra Spark setting for the neardup runs, e.g. spark.eventLog.enabled=true to profile",
+    )
     p.add_argument("--repeat", type=int, default=1, help="runs per tool; the table shows the fastest")
     args = p.parse_args()
     args.bands, args.rows = optimal_bands(args.threshold, args.num_perm, 0.2, 0.8)
