@@ -22,7 +22,7 @@ import argparse
 import json
 import time
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,30 @@ def _pairs_to_labels(n: int, a: list[int], b: list[int]) -> np.ndarray:
 # --------------------------------------------------------------------------- datasketch
 
 
+def _cluster(
+    sigs: Sequence[Any], found: Iterable[Iterable[int]], threshold: float, verify: bool, phases: Phases
+) -> tuple[np.ndarray, int, int | None]:
+    """Query results (document i -> its LSH matches) -> cluster labels, with optional
+    verification of each pair by the signatures' own Jaccard estimate; the peers' shared tail."""
+    a: list[int] = []
+    b: list[int] = []
+    with phases("query"):
+        for i, matches in enumerate(found):
+            for j in matches:
+                if j > i:
+                    a.append(i)
+                    b.append(j)
+    candidates = len(a)
+    if verify:
+        with phases("verify"):
+            keep = [k for k in range(len(a)) if sigs[a[k]].jaccard(sigs[b[k]]) >= threshold]
+            a = [a[k] for k in keep]
+            b = [b[k] for k in keep]
+    with phases("union-find"):
+        labels = _pairs_to_labels(len(sigs), a, b)
+    return labels, candidates, (len(a) if verify else None)
+
+
 def run_datasketch(
     args: argparse.Namespace, phases: Phases, verify: bool
 ) -> tuple[np.ndarray, dict[str, Any]]:
@@ -85,25 +109,12 @@ def run_datasketch(
         with lsh.insertion_session() as session:
             for i, m in enumerate(sigs):
                 session.insert(i, m, check_duplication=False)
-    a: list[int] = []
-    b: list[int] = []
-    with phases("query"):
-        for i, m in enumerate(sigs):
-            for j in lsh.query(m):
-                if j > i:
-                    a.append(i)
-                    b.append(j)
-    candidates = len(a)
-    if verify:
-        with phases("verify"):
-            keep = [k for k in range(len(a)) if sigs[a[k]].jaccard(sigs[b[k]]) >= args.threshold]
-            a = [a[k] for k in keep]
-            b = [b[k] for k in keep]
-    with phases("union-find"):
-        labels = _pairs_to_labels(len(sigs), a, b)
+    labels, candidates, verified = _cluster(
+        sigs, (lsh.query(m) for m in sigs), args.threshold, verify, phases
+    )
     info = {
         "candidate_pairs": candidates,
-        "verified_pairs": len(a) if verify else None,
+        "verified_pairs": verified,
         "notes": f"MinHash affine32, {args.num_perm} perms, LSH {args.bands}x{args.rows}; one process"
         + ("; pairs verified by signature Jaccard" if verify else "; no verification"),
     }
@@ -126,25 +137,10 @@ def run_rensa(args: argparse.Namespace, phases: Phases, verify: bool) -> tuple[n
     with phases("index"):
         lsh = RMinHashLSH(args.threshold, num_perm, args.bands)
         lsh.insert_many(sigs, 0)
-    a: list[int] = []
-    b: list[int] = []
-    with phases("query"):
-        for i, found in enumerate(lsh.query_all(sigs)):
-            for j in found:
-                if j > i:
-                    a.append(i)
-                    b.append(j)
-    candidates = len(a)
-    if verify:
-        with phases("verify"):
-            keep = [k for k in range(len(a)) if sigs[a[k]].jaccard(sigs[b[k]]) >= args.threshold]
-            a = [a[k] for k in keep]
-            b = [b[k] for k in keep]
-    with phases("union-find"):
-        labels = _pairs_to_labels(len(sigs), a, b)
+    labels, candidates, verified = _cluster(sigs, lsh.query_all(sigs), args.threshold, verify, phases)
     info = {
         "candidate_pairs": candidates,
-        "verified_pairs": len(a) if verify else None,
+        "verified_pairs": verified,
         "notes": f"RMinHash {num_perm} perms (b x r: rensa needs num_perm % bands == 0), "
         f"LSH {args.bands}x{args.rows}; one process"
         + ("; pairs verified by signature Jaccard" if verify else "; no verification"),
