@@ -172,6 +172,18 @@ def _tail(log: Path, lines: int = 3) -> str:
     return " | ".join(useful[-lines:])[-400:]
 
 
+def _run_row(row: Row, cmd: list[str], work: Path, timeout: float) -> bool:
+    """Run a tool's process, measured; on a time-out or failure record why on the row."""
+    row.measure = run_measured(cmd, work / "log.txt", timeout)
+    if row.measure.timed_out:
+        row.error = f"timed out after {timeout:.0f} s (bounded by --timeout)"
+        return False
+    if row.measure.returncode != 0:
+        row.error = f"exit {row.measure.returncode}: {_tail(work / 'log.txt')}"
+        return False
+    return True
+
+
 def run_neardup(
     tool: str, corpus: Corpus, work: Path, args: argparse.Namespace
 ) -> tuple[Row, np.ndarray | None]:
@@ -194,12 +206,7 @@ def run_neardup(
         *NEARDUP_VARIANTS[tool],
         *(x for kv in args.neardup_conf for x in ("--conf", kv)),
     ]
-    row.measure = run_measured(cmd, work / "log.txt", args.timeout)
-    if row.measure.timed_out:
-        row.error = f"timed out after {args.timeout:.0f} s"
-        return row, None
-    if row.measure.returncode != 0:
-        row.error = f"exit {row.measure.returncode}: {_tail(work / 'log.txt')}"
+    if not _run_row(row, cmd, work, args.timeout):
         return row, None
     report = json.loads((out / "report.json").read_text())
     row.stages = {k: float(v) for k, v in report.get("seconds", {}).items()}
@@ -252,12 +259,7 @@ def run_peer(
         "--driver-memory",
         args.driver_memory,
     ]
-    row.measure = run_measured(cmd, work / "log.txt", args.timeout)
-    if row.measure.timed_out:
-        row.error = f"timed out after {args.timeout:.0f} s (bounded by --timeout)"
-        return row, None
-    if row.measure.returncode != 0:
-        row.error = f"exit {row.measure.returncode}: {_tail(work / 'log.txt')}"
+    if not _run_row(row, cmd, work, args.timeout):
         return row, None
     info = json.loads(info_path.read_text())
     row.stages = info.get("phases", {})
