@@ -11,7 +11,6 @@ LENGTH = "_len"  # characters in the original text (survivor policy "longest")
 RANK = "_rank"  # survivor.column value (policies "earliest" / "quality")
 TEXT_HASH = "_thash"  # 128-bit hash of the normalized text, as two int64 columns
 TEXT_HASH_LO = "_thash_lo"
-EMPTY = "_empty"  # normalized text is empty (no shingles)
 SIG = "_sig"  # MinHash signature: num_perm little-endian uint32 slots, binary
 BAND_KEYS = "_bands"  # array<long>: one 64-bit key per band
 BAND_KEY = "_band_key"

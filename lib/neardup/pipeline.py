@@ -1,6 +1,7 @@
 """The deduplication pipeline, top to bottom:
 
-    read -> exact copies -> sign -> LSH candidates -> verify -> components
+    read -> sign (normalize, hash, MinHash, band keys: the one pass over the text)
+         -> exact copies -> LSH candidates -> verify -> components
          -> survivors -> write -> check -> publish
 
 Everything is written under a staging directory beside the output
@@ -28,12 +29,12 @@ from neardup.bands import s_curve
 from neardup.components import connected_components
 from neardup.config import Config
 from neardup.errors import UsageError
-from neardup.exact import REASON_EMPTY, REASON_NULL, group_exact, hash_texts
+from neardup.exact import group_exact
 from neardup.fs import FileSystem
 from neardup.invariants import check_outputs
 from neardup.lsh import candidate_edges
 from neardup.read import CORRUPT, check_columns, check_rows, documents, read_input
-from neardup.sign import SignParams, add_signatures
+from neardup.sign import SignParams, sign_documents
 from neardup.stagelog import StageLog
 from neardup.survivors import select_survivors
 from neardup.verify import verify_pairs
@@ -41,8 +42,8 @@ from neardup.workdir import WorkDir, fingerprint, input_fingerprint
 
 log = logging.getLogger("neardup")
 
-# Up to this many excluded ids (exact copies, empty texts) are broadcast to filter the
-# documents before signing; past it a shuffle join is cheaper than shipping the set.
+# Up to this many ids (exact copies, dropped documents) are broadcast to filter a frame
+# where it is read; past it a shuffle join is cheaper than shipping the set.
 _BROADCAST_ROWS = 2_000_000
 
 
@@ -125,38 +126,40 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
             edge_fp = fingerprint({"sign": sign_fp, "verify": asdict(cfg.verify), "t": cfg.verify_threshold})
         docs = documents(source, cfg)
 
+        with stages.stage("sign") as n:
+            signed = work.materialize("signatures", sign_fp, lambda: sign_documents(docs, params))
+            totals = signed.agg(F.count(F.lit(1)).alias("rows"), F.count(C.REASON).alias("rejected")).first()
+            assert totals is not None
+            n["rejected"] = n_rejected = int(totals["rejected"])
+            n["signed"] = int(totals["rows"]) - n_rejected
+
         with stages.stage("exact") as n:
-            hashed = keep(hash_texts(docs.filter(F.col(C.TEXT).isNotNull()), cfg))
-            rejected = keep(
-                docs.filter(F.col(C.TEXT).isNull())
-                .select(C.DOC_ID, F.lit(REASON_NULL).alias(C.REASON))
-                .unionByName(
-                    hashed.filter(F.col(C.EMPTY)).select(C.DOC_ID, F.lit(REASON_EMPTY).alias(C.REASON))
-                )
-            )
-            members = keep(group_exact(hashed.filter(~F.col(C.EMPTY)), cfg))
-            n["rejected"] = n_rejected = rejected.count()
+            accepted = signed.filter(F.col(C.REASON).isNull())
+            rejected = keep(signed.filter(F.col(C.REASON).isNotNull()).select(C.DOC_ID, C.REASON))
+            members = keep(group_exact(accepted, cfg))
             copies = members.filter(F.col(C.REP) != F.col(C.DOC_ID)).select(C.DOC_ID)
             n["exact_duplicates"] = n_copies = copies.count()
-
-        with stages.stage("sign") as n:
-            excluded = copies.unionByName(rejected.select(C.DOC_ID))
-            if n_copies + n_rejected <= _BROADCAST_ROWS:
-                excluded = F.broadcast(excluded)
-            to_sign = docs.join(excluded, C.DOC_ID, "left_anti")
-            signed = work.materialize("signatures", sign_fp, lambda: add_signatures(to_sign, params))
-            n["signed"] = signed.count()
+            if n_copies <= _BROADCAST_ROWS:
+                copies = F.broadcast(copies)
+            # The representatives of exact groups are what LSH bands and verification compare.
+            reps = accepted.join(copies, C.DOC_ID, "left_anti")
 
         with stages.stage("candidates") as n:
-            candidates = work.materialize("candidates", sign_fp, lambda: candidate_edges(signed))
-            n["candidate_pairs"] = candidates.count()
+            candidates = work.materialize("candidates", sign_fp, lambda: candidate_edges(reps))
+            n["candidate_pairs"] = n_candidates = candidates.count()
 
         with stages.stage("verify") as n:
             verified = work.materialize(
                 "edges",
                 edge_fp,
                 lambda: verify_pairs(
-                    candidates, signed, docs, params, cfg.verify.method, cfg.verify_threshold
+                    candidates,
+                    signed,
+                    docs,
+                    params,
+                    cfg.verify.method,
+                    cfg.verify_threshold,
+                    broadcast_ends=2 * n_candidates <= _BROADCAST_ROWS,
                 ),
             )
             n["verified_pairs"] = verified.count()

@@ -1,9 +1,16 @@
-"""Stage 2: MinHash signatures and LSH band keys, vectorized per Arrow batch.
+"""Stage 1: one pass over the text: normalize, hash for exact copies, sign, band.
 
 Each Python worker receives Arrow record batches (`mapInArrow`, no pandas
-conversion), normalizes the whole batch with Arrow compute kernels, and signs it
-with one numba kernel that walks the UTF-8 buffers directly. Band keys are
-computed here too, so the LSH shuffle moves (band, 64-bit key, id) rows only.
+conversion), normalizes the whole batch with Arrow compute kernels, and then, on
+that one normalized copy, computes the 128-bit hash of the text (exact copies),
+the MinHash signature (one numba kernel that walks the UTF-8 buffers directly)
+and the LSH band keys, so the LSH shuffle moves (64-bit key, id) rows only.
+
+Why one pass for both: reading the text out of the JVM and normalizing it is the
+most expensive step of the job (more than signing it: 10-20 us per document with
+OPH), so hashing in one pass and signing in another, to spare the exact copies their
+signatures, costs more than it saves. Exact copies are still settled before LSH:
+only one representative per group is banded and verified (`exact.py`).
 """
 
 from __future__ import annotations
@@ -11,12 +18,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from neardup import columns as C
 from neardup.config import Config
+
+REASON_NULL = "null text"
+REASON_EMPTY = "empty text after normalization"
 
 
 @dataclass(frozen=True)
@@ -52,13 +64,24 @@ class SignParams:
 
 def _signer(p: SignParams) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def sign_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # Imported on the executor: the kernels JIT-compile (or load their cache) once per
+        # Python worker, not once per batch.
+        from neardup.hashing import text_hash128
         from neardup.minhash import band_keys, signatures
         from neardup.textnorm import normalize
 
         for batch in batches:
+            n = len(batch)
+            text = batch.column(C.TEXT)
+            is_null = text.is_null()
             norm = normalize(
-                batch.column(C.TEXT), lowercase=p.lowercase, strip_punctuation=p.strip_punctuation
+                pc.fill_null(text, ""), lowercase=p.lowercase, strip_punctuation=p.strip_punctuation
             )
+            empty = pc.equal(pc.binary_length(norm), 0)
+            reason = pc.if_else(
+                is_null, REASON_NULL, pc.if_else(empty, REASON_EMPTY, pa.scalar(None, pa.string()))
+            )
+            h = text_hash128(norm)
             sigs = signatures(
                 norm,
                 unit=p.unit,
@@ -69,33 +92,54 @@ def _signer(p: SignParams) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.R
                 method=p.method,
             )
             keys = band_keys(sigs, p.bands, p.rows, p.seed)
-            n = len(batch)
+            # Rejected rows (null or empty text) carry no signature: nothing may band with them.
+            valid = pa.py_buffer(np.packbits(~np.asarray(empty), bitorder="little").tobytes())
             # One fixed-width binary per signature: little-endian uint32 slots.
             sig_col = pa.FixedSizeBinaryArray.from_buffers(
-                pa.binary(4 * p.num_perm), n, [None, pa.py_buffer(sigs.astype("<u4", copy=False).tobytes())]
+                pa.binary(4 * p.num_perm),
+                n,
+                [valid, pa.py_buffer(sigs.astype("<u4", copy=False).tobytes())],
             ).cast(pa.binary())
-            key_col = pa.FixedSizeListArray.from_arrays(pa.array(keys.reshape(-1), pa.int64()), p.bands).cast(
-                pa.list_(pa.int64())
-            )
+            key_col = pa.FixedSizeListArray.from_buffers(
+                pa.list_(pa.int64(), p.bands), n, [valid], children=[pa.array(keys.reshape(-1), pa.int64())]
+            ).cast(pa.list_(pa.int64()))
             yield pa.RecordBatch.from_arrays(
-                [batch.column(C.DOC_ID), sig_col, key_col], names=[C.DOC_ID, C.SIG, C.BAND_KEYS]
+                [
+                    batch.column(C.DOC_ID),
+                    pa.array(h[:, 0], pa.int64()),
+                    pa.array(h[:, 1], pa.int64()),
+                    reason,
+                    batch.column(C.LENGTH),
+                    batch.column(C.RANK),
+                    sig_col,
+                    key_col,
+                ],
+                names=[C.DOC_ID, C.TEXT_HASH, C.TEXT_HASH_LO, C.REASON, C.LENGTH, C.RANK, C.SIG, C.BAND_KEYS],
             )
 
     return sign_batches
 
 
-def add_signatures(docs: DataFrame, params: SignParams) -> DataFrame:
-    """(_id, _text) of documents with at least one shingle ->
-    (_id, _sig: binary of num_perm little-endian uint32, _bands: array<long> of `bands` keys).
+def sign_documents(docs: DataFrame, params: SignParams) -> DataFrame:
+    """docs (_id, _text, _len, _rank), every row ->
+    (_id, _thash: long, _thash_lo: long, reason: string, _len, _rank,
+     _sig: binary of num_perm little-endian uint32, _bands: array<long> of `bands` keys).
 
-    Narrow (no shuffle).
+    `reason` is null for a document that goes on, else why it is rejected (null text,
+    or empty after normalization); `_sig` and `_bands` are null exactly when `reason`
+    is not. Narrow (no shuffle): one Arrow pass of the text.
     """
-    id_field = next(f for f in docs.schema.fields if f.name == C.DOC_ID)
+    fields = {f.name: f for f in docs.schema.fields}
     schema = T.StructType(
         [
-            id_field,
-            T.StructField(C.SIG, T.BinaryType(), False),
-            T.StructField(C.BAND_KEYS, T.ArrayType(T.LongType(), False), False),
+            fields[C.DOC_ID],
+            T.StructField(C.TEXT_HASH, T.LongType(), False),
+            T.StructField(C.TEXT_HASH_LO, T.LongType(), False),
+            T.StructField(C.REASON, T.StringType(), True),
+            fields[C.LENGTH],
+            fields[C.RANK],
+            T.StructField(C.SIG, T.BinaryType(), True),
+            T.StructField(C.BAND_KEYS, T.ArrayType(T.LongType(), False), True),
         ]
     )
-    return docs.select(C.DOC_ID, C.TEXT).mapInArrow(_signer(params), schema)
+    return docs.select(C.DOC_ID, C.TEXT, C.LENGTH, C.RANK).mapInArrow(_signer(params), schema)

@@ -81,6 +81,7 @@ def verify_pairs(
     params: SignParams,
     method: str,
     threshold: float,
+    broadcast_ends: bool = True,
 ) -> DataFrame:
     """(src, dst) -> (src, dst, similarity: double) for pairs scoring >= threshold.
 
@@ -93,7 +94,16 @@ def verify_pairs(
         side, col = signed.select(C.DOC_ID, C.SIG), C.SIG
         scorer = _signature_scorer(params.num_perm, threshold)
     elif method == "exact":
-        side, col = docs.select(C.DOC_ID, C.TEXT), C.TEXT
+        # Only the texts of candidate endpoints are shipped: the ids are (usually) few
+        # enough to broadcast, so the rest of the corpus is dropped where it is read
+        # instead of being shuffled for the joins.
+        ends = candidates.select(F.col(C.SRC).alias(C.DOC_ID)).union(
+            candidates.select(F.col(C.DST).alias(C.DOC_ID))
+        )
+        ends = ends.distinct()
+        side = docs.join(F.broadcast(ends) if broadcast_ends else ends, C.DOC_ID, "left_semi")
+        side = side.select(C.DOC_ID, C.TEXT)
+        col = C.TEXT
         scorer = _exact_scorer(params, threshold)
     else:  # pragma: no cover - config validation forbids it
         raise ValueError(method)
