@@ -11,9 +11,9 @@
    (normalized: NFKC, lowercase, whitespace collapsed) and their connected components
    (bench/e2e_truth.py says why brute force within planted clusters is exact, and checks it).
 3. Runs every tool in its own process with the same parameters (word 5-grams, 128
-   permutations, threshold 0.8, bands x rows from neardup.bands.optimal_bands(0.8, 128,
-   0.2, 0.8)); wall time, CPU time and peak memory are measured over each process tree
-   (the JVM and worker processes included).
+   permutations, threshold 0.8, the bands x rows neardup's configuration derives); wall
+   time, CPU time and peak memory are measured over each process tree (the JVM and worker
+   processes included).
 4. Scores each tool's clusters: pairwise precision/recall/F1 and the adjusted Rand index.
 5. Prints one table and writes it as Markdown to --out with the machine description.
 
@@ -46,7 +46,7 @@ import psutil
 import pyarrow.parquet as pq
 from e2e_truth import Corpus, Truth, ensure_corpus, ground_truth, labels_from_ids, score
 
-from neardup.bands import optimal_bands
+from neardup import config as neardup_config
 from neardup.synth import CorpusSpec
 
 BENCH = Path(__file__).resolve().parent
@@ -203,8 +203,13 @@ def run_neardup(
         f"local[{args.workers}]",
         "--conf",
         f"spark.driver.memory={args.driver_memory}",
+        "--set",
+        f"lsh.threshold={args.threshold}",
+        "--set",
+        f"minhash.num_perm={args.num_perm}",
         *NEARDUP_VARIANTS[tool],
         *(x for kv in args.neardup_conf for x in ("--conf", kv)),
+        *(x for kv in args.neardup_set for x in ("--set", kv)),
     ]
     if not _run_row(row, cmd, work, args.timeout):
         return row, None
@@ -378,7 +383,7 @@ def render(
         f"{spec.jaccard_range[0]}..{spec.jaccard_range[1]}).",
         f"- Parameters, every tool: word 5-grams, {args.num_perm} permutations, threshold {args.threshold}, "
         f"LSH {args.bands} bands x {args.rows} rows "
-        f"(`optimal_bands({args.threshold}, {args.num_perm}, 0.2, 0.8)`) "
+        "(as neardup's configuration derives them) "
         f"except MLlib ({args.mllib_tables} tables of one hash each: MLlib has no AND side).",
         f"- Ground truth: a true pair is two documents in the same connected component of the graph of pairs "
         f"with exact word-5-gram Jaccard >= {args.threshold} (NFKC, lowercase, whitespace collapsed): "
@@ -424,6 +429,14 @@ def expand_tools(names: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def neardup_bands(args: argparse.Namespace) -> tuple[int, int]:
+    """The bands x rows neardup derives for this threshold and num_perm (with --neardup-set),
+    which every peer is given too."""
+    sets = [f"lsh.threshold={args.threshold}", f"minhash.num_perm={args.num_perm}", *args.neardup_set]
+    cfg = neardup_config.load(sets=sets)
+    return cfg.bands, cfg.rows
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--docs", type=int, default=100_000)
@@ -449,9 +462,16 @@ def main() -> None:
         metavar="K=V",
         help="extra Spark setting for the neardup runs, e.g. spark.eventLog.enabled=true to profile",
     )
+    p.add_argument(
+        "--neardup-set",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="extra neardup config for its runs (after each variant's own), e.g. lsh.recall=0.99",
+    )
     p.add_argument("--repeat", type=int, default=1, help="runs per tool; the table shows the fastest")
     args = p.parse_args()
-    args.bands, args.rows = optimal_bands(args.threshold, args.num_perm, 0.2, 0.8)
+    args.bands, args.rows = neardup_bands(args)
     tools = expand_tools(args.tools)
 
     env = machine()

@@ -45,6 +45,27 @@ def optimal_bands(
     return best[1], best[2]
 
 
+@lru_cache(maxsize=256)
+def bands_for_recall(threshold: float, num_perm: int, recall: float) -> tuple[int, int] | None:
+    """(bands, rows) with P(threshold) >= recall and the least false-positive area below
+    the threshold (ties: fewer bands, then fewer rows); None when no b * r <= num_perm reaches it.
+
+    For verified candidates: a false candidate costs one comparison, a missed pair is lost
+    for good, so recall at the threshold is the constraint and false candidates the cost.
+    """
+    best: tuple[float, int, int] | None = None
+    for r in range(1, num_perm + 1):
+        for b in range(1, num_perm // r + 1):
+            if float(candidate_probability(threshold, b, r)) < recall:
+                continue
+            # The smallest b reaching the recall has the least false-positive area for this r.
+            fp = _area(0.0, threshold, b, r, miss=False)
+            if best is None or fp < best[0] - 1e-15 or (abs(fp - best[0]) <= 1e-15 and b < best[1]):
+                best = (fp, b, r)
+            break
+    return None if best is None else (best[1], best[2])
+
+
 def s_curve(bands: int, rows: int, points: int = 21) -> list[dict[str, float]]:
     """P(candidate | s) at evenly spaced s in [0, 1], for report.json."""
     xs = np.linspace(0.0, 1.0, points)

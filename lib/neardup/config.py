@@ -63,6 +63,7 @@ class LshConfig:
     rows: int | None = None
     false_positive_weight: float = 0.2
     false_negative_weight: float = 0.8
+    recall: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -316,6 +317,9 @@ def validate(cfg: Config) -> Config:
         w = getattr(cfg.lsh, key)
         if not 0.0 <= w <= 1.0:
             raise UsageError(f"config key lsh.{key} must be in [0, 1], not {w}")
+    rc = cfg.lsh.recall
+    if rc is not None and (not 0.0 < rc < 1.0 or math.isnan(rc)):
+        raise UsageError(f"config key lsh.recall must be strictly between 0 and 1, not {rc}")
     if cfg.lsh.false_positive_weight + cfg.lsh.false_negative_weight <= 0:
         raise UsageError("config keys lsh.false_positive_weight and false_negative_weight are both 0")
     b, r = cfg.lsh.bands, cfg.lsh.rows
@@ -337,11 +341,19 @@ def validate(cfg: Config) -> Config:
 
 
 def _resolve_bands(cfg: Config) -> Config:
-    from neardup.bands import optimal_bands
+    from neardup.bands import bands_for_recall, optimal_bands
 
     b, r = cfg.lsh.bands, cfg.lsh.rows
     k = cfg.minhash.num_perm
-    if b is None and r is None:
+    if b is None and r is None and cfg.lsh.recall is not None:
+        found = bands_for_recall(cfg.lsh.threshold, k, cfg.lsh.recall)
+        if found is None:
+            raise UsageError(
+                f"no lsh.bands x lsh.rows within minhash.num_perm={k} reaches lsh.recall={cfg.lsh.recall} "
+                f"at lsh.threshold={cfg.lsh.threshold}; lower the recall or raise num_perm"
+            )
+        b, r = found
+    elif b is None and r is None:
         b, r = optimal_bands(
             cfg.lsh.threshold,
             k,

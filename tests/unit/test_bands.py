@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from neardup.bands import candidate_probability, optimal_bands, s_curve
+from neardup.bands import bands_for_recall, candidate_probability, optimal_bands, s_curve
 
 
 def _simulated_probability(s: float, b: int, r: int, trials: int, rng: np.random.Generator) -> float:
@@ -49,3 +49,23 @@ def test_s_curve_is_monotone_from_zero_to_one() -> None:
     ps = [p["probability"] for p in pts]
     assert ps[0] == 0.0 and ps[-1] == 1.0
     assert all(a <= b for a, b in itertools.pairwise(ps))
+
+
+def test_bands_for_recall_is_the_brute_force_choice() -> None:
+    for t, k, recall in [(0.8, 128, 0.99), (0.8, 128, 0.999), (0.5, 64, 0.95), (0.9, 32, 0.9)]:
+        found = bands_for_recall(t, k, recall)
+        feasible = [
+            (_weighted_error(t, bb, rr, 1.0, 0.0), bb, rr)
+            for bb in range(1, k + 1)
+            for rr in range(1, k // bb + 1)
+            if 1 - (1 - t**rr) ** bb >= recall
+        ]
+        assert found is not None and feasible
+        b, r = found
+        assert 1 - (1 - t**r) ** b >= recall
+        assert _weighted_error(t, b, r, 1.0, 0.0) <= min(feasible)[0] + 1e-4
+
+
+def test_bands_for_recall_out_of_reach_is_none() -> None:
+    # With 4 slots, the best single-row banding at t=0.1 is 1 - 0.9^4 = 0.34.
+    assert bands_for_recall(0.1, 4, 0.5) is None

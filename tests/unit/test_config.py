@@ -49,6 +49,8 @@ def test_layers_apply_in_order(tmp_path: Path) -> None:
         (["threshold=0.8"], "must be SECTION.KEY"),
         (["lsh.threshold"], "KEY=VALUE"),
         (["input.id_col=text"], "same column"),
+        (["lsh.recall=1"], "lsh.recall must be strictly between 0 and 1"),
+        (["lsh.recall=0.999", "lsh.threshold=0.1", "minhash.num_perm=4"], "no lsh.bands x lsh.rows"),
     ],
 )
 def test_bad_settings_are_usage_errors(sets: list[str], message: str) -> None:
@@ -91,6 +93,12 @@ def test_only_one_of_bands_rows_given() -> None:
     assert (cfg.bands, cfg.rows) == (16, 8)
     cfg = config.load(sets=["lsh.rows=4", "minhash.num_perm=64"])
     assert (cfg.bands, cfg.rows) == (16, 4)
+
+
+def test_recall_target_picks_bands_unless_bands_are_given() -> None:
+    cfg = config.load(sets=["lsh.recall=0.99"])
+    assert candidate_probability(0.8, cfg.bands, cfg.rows) >= 0.99
+    assert config.load(sets=["lsh.recall=0.99", "lsh.bands=10", "lsh.rows=5"]).bands == 10
 
 
 def test_credentials_are_redacted_in_the_report_view() -> None:

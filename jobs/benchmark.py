@@ -1,0 +1,28 @@
+"""The benchmark command: neardup against the tools a user would pick instead, on one
+generated corpus, scored against exact ground truth.
+
+    pip install -e '.[bench]'
+    python jobs/benchmark.py --docs 100000 [--tools neardup,rensa,datasketch,datatrove,mllib]
+    python jobs/benchmark.py kernels [--docs 2000]     # microseconds per document to a signature
+
+Runs bench/e2e.py (or bench/sign_kernels.py with `kernels`) from a source checkout; see
+bench/README.md for what each tool runs and how it is measured.
+"""
+
+import runpy
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    script = "e2e.py"
+    if args[:1] == ["kernels"]:
+        script, args = "sign_kernels.py", args[1:]
+    path = BENCH / script
+    if not path.is_file():
+        sys.exit(f"benchmark: {path} not found; run from a source checkout of neardup")
+    sys.path.insert(0, str(BENCH))
+    sys.argv = [str(path), *args]
+    runpy.run_path(str(path), run_name="__main__")
