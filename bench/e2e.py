@@ -18,7 +18,7 @@
 5. Prints one table and writes it as Markdown to --out with the machine description.
 
 Tool groups: neardup = neardup (its defaults), the other signing method (neardup-classic or
-neardup-oph), neardup-exact (exact verification); datasketch = datasketch,
+neardup-oph), neardup-signature (signature verification); datasketch = datasketch,
 datasketch-verify; rensa = rensa, rensa-verify; datatrove; mllib. Any single name works too.
 The machine may be shared: compare tools through ratios taken in the same run, and CPU
 seconds as well as wall seconds.
@@ -68,7 +68,7 @@ GROUPS = {
     "neardup": [
         "neardup",
         "neardup-classic" if _default_method() == "oph" else "neardup-oph",
-        "neardup-exact",
+        "neardup-signature",
     ],
     "datasketch": ["datasketch", "datasketch-verify"],
     "rensa": ["rensa", "rensa-verify"],
@@ -80,6 +80,7 @@ NEARDUP_VARIANTS = {
     "neardup-classic": ["--set", "minhash.method=classic"],
     "neardup-oph": ["--set", "minhash.method=oph"],
     "neardup-exact": ["--set", "verify.method=exact"],  # with the default signing method
+    "neardup-signature": ["--set", "verify.method=signature"],
 }
 SAMPLE_SECONDS = 0.2
 
@@ -92,6 +93,8 @@ class Measure:
     wall: float = 0.0
     cpu: float = 0.0  # user + system seconds over the whole process tree
     peak_mb: float = 0.0  # largest sum of RSS over the tree at one sample
+    driver_mb: float = 0.0  # largest RSS of the process started (the tool's driver program)
+    jvm_mb: float = 0.0  # largest RSS of a JVM in the tree (Spark's driver in local mode)
     returncode: int | None = None
     timed_out: bool = False
 
@@ -130,7 +133,12 @@ def run_measured(cmd: list[str], log: Path, timeout: float, env: dict[str, str] 
                     with p.oneshot():
                         t = p.cpu_times()
                         last_cpu[(p.pid, p.create_time())] = t.user + t.system
-                        rss += p.memory_info().rss
+                        one = p.memory_info().rss
+                        rss += one
+                        if p.pid == root.pid:
+                            m.driver_mb = max(m.driver_mb, one / 2**20)
+                        elif p.name() == "java":
+                            m.jvm_mb = max(m.jvm_mb, one / 2**20)
                 except psutil.Error:
                     continue
             m.peak_mb = max(m.peak_mb, rss / 2**20)
@@ -372,6 +380,10 @@ def render(
                 "| " + " | ".join(stages) + " |",
                 "|" + "---:|" * len(stages),
                 "| " + " | ".join(f"{v:.1f}" for v in stages.values()) + " |",
+                "",
+                f"{r.tool} peak memory: Python driver {r.measure.driver_mb:,.0f} MB, "
+                f"JVM (Spark driver and, in local mode, its executor) {r.measure.jvm_mb:,.0f} MB, "
+                f"whole process tree {r.measure.peak_mb:,.0f} MB.",
             ]
     lines += [
         "",

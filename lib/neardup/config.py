@@ -63,12 +63,12 @@ class LshConfig:
     rows: int | None = None
     false_positive_weight: float = 0.2
     false_negative_weight: float = 0.8
-    recall: float | None = None
+    recall: float | None = 0.99
 
 
 @dataclasses.dataclass(frozen=True)
 class VerifyConfig:
-    method: str = "signature"
+    method: str = "exact"
     threshold: float | None = None
 
 

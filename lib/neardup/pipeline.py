@@ -113,12 +113,14 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
             check_columns(inp, cfg)
             n["input"] = n_input = check_rows(inp, cfg)
             source = inp.df.drop(CORRUPT) if CORRUPT in inp.df.columns else inp.df
+            keep_sigs = cfg.verify.method == "signature"
             sign_fp = fingerprint(
                 {
                     "input": input_fingerprint(spark, inp.df),
                     "table": input_path if inp.format == "table" else None,
                     "columns": [cfg.input.id_col, cfg.input.text_col],
                     "sign": asdict(params),
+                    "signatures_kept": keep_sigs,
                     # The survivor policy picks which exact copy is signed.
                     "survivor": asdict(cfg.survivor),
                 }
@@ -127,7 +129,7 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
         docs = documents(source, cfg)
 
         with stages.stage("sign") as n:
-            signed = work.materialize("signatures", sign_fp, lambda: sign_documents(docs, params))
+            signed = work.materialize("signatures", sign_fp, lambda: sign_documents(docs, params, keep_sigs))
             totals = signed.agg(F.count(F.lit(1)).alias("rows"), F.count(C.REASON).alias("rejected")).first()
             assert totals is not None
             n["rejected"] = n_rejected = int(totals["rejected"])
@@ -160,6 +162,7 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
                     cfg.verify.method,
                     cfg.verify_threshold,
                     broadcast_ends=2 * n_candidates <= _BROADCAST_ROWS,
+                    cache=keep,
                 ),
             )
             n["verified_pairs"] = verified.count()

@@ -62,7 +62,9 @@ class SignParams:
         )
 
 
-def _signer(p: SignParams) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def _signer(
+    p: SignParams, keep_signatures: bool
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def sign_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # Imported on the executor: the kernels JIT-compile (or load their cache) once per
         # Python worker, not once per batch.
@@ -94,36 +96,40 @@ def _signer(p: SignParams) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.R
             keys = band_keys(sigs, p.bands, p.rows, p.seed)
             # Rejected rows (null or empty text) carry no signature: nothing may band with them.
             valid = pa.py_buffer(np.packbits(~np.asarray(empty), bitorder="little").tobytes())
-            # One fixed-width binary per signature: little-endian uint32 slots.
-            sig_col = pa.FixedSizeBinaryArray.from_buffers(
-                pa.binary(4 * p.num_perm),
-                n,
-                [valid, pa.py_buffer(sigs.astype("<u4", copy=False).tobytes())],
-            ).cast(pa.binary())
             key_col = pa.FixedSizeListArray.from_buffers(
                 pa.list_(pa.int64(), p.bands), n, [valid], children=[pa.array(keys.reshape(-1), pa.int64())]
             ).cast(pa.list_(pa.int64()))
-            yield pa.RecordBatch.from_arrays(
-                [
-                    batch.column(C.DOC_ID),
-                    pa.array(h[:, 0], pa.int64()),
-                    pa.array(h[:, 1], pa.int64()),
-                    reason,
-                    batch.column(C.LENGTH),
-                    batch.column(C.RANK),
-                    sig_col,
-                    key_col,
-                ],
-                names=[C.DOC_ID, C.TEXT_HASH, C.TEXT_HASH_LO, C.REASON, C.LENGTH, C.RANK, C.SIG, C.BAND_KEYS],
-            )
+            cols = [
+                batch.column(C.DOC_ID),
+                pa.array(h[:, 0], pa.int64()),
+                pa.array(h[:, 1], pa.int64()),
+                reason,
+                batch.column(C.LENGTH),
+                batch.column(C.RANK),
+                key_col,
+            ]
+            names = [C.DOC_ID, C.TEXT_HASH, C.TEXT_HASH_LO, C.REASON, C.LENGTH, C.RANK, C.BAND_KEYS]
+            if keep_signatures:
+                # One fixed-width binary per signature: little-endian uint32 slots.
+                sig_col = pa.FixedSizeBinaryArray.from_buffers(
+                    pa.binary(4 * p.num_perm),
+                    n,
+                    [valid, pa.py_buffer(sigs.astype("<u4", copy=False).tobytes())],
+                ).cast(pa.binary())
+                cols.append(sig_col)
+                names.append(C.SIG)
+            yield pa.RecordBatch.from_arrays(cols, names=names)
 
     return sign_batches
 
 
-def sign_documents(docs: DataFrame, params: SignParams) -> DataFrame:
+def sign_documents(docs: DataFrame, params: SignParams, keep_signatures: bool = True) -> DataFrame:
     """docs (_id, _text, _len, _rank), every row ->
     (_id, _thash: long, _thash_lo: long, reason: string, _len, _rank,
-     _sig: binary of num_perm little-endian uint32, _bands: array<long> of `bands` keys).
+     _bands: array<long> of `bands` keys[, _sig: binary of num_perm little-endian uint32]).
+
+    `_sig` is there only with `keep_signatures`: only signature verification reads it,
+    and at 512 bytes a document it is most of the stage's output.
 
     `reason` is null for a document that goes on, else why it is rejected (null text,
     or empty after normalization); `_sig` and `_bands` are null exactly when `reason`
@@ -138,8 +144,9 @@ def sign_documents(docs: DataFrame, params: SignParams) -> DataFrame:
             T.StructField(C.REASON, T.StringType(), True),
             fields[C.LENGTH],
             fields[C.RANK],
-            T.StructField(C.SIG, T.BinaryType(), True),
             T.StructField(C.BAND_KEYS, T.ArrayType(T.LongType(), False), True),
         ]
+        + ([T.StructField(C.SIG, T.BinaryType(), True)] if keep_signatures else [])
     )
-    return docs.select(C.DOC_ID, C.TEXT, C.LENGTH, C.RANK).mapInArrow(_signer(params), schema)
+    fn = _signer(params, keep_signatures)
+    return docs.select(C.DOC_ID, C.TEXT, C.LENGTH, C.RANK).mapInArrow(fn, schema)

@@ -82,11 +82,13 @@ def verify_pairs(
     method: str,
     threshold: float,
     broadcast_ends: bool = True,
+    cache: Callable[[DataFrame], DataFrame] = lambda df: df,
 ) -> DataFrame:
     """(src, dst) -> (src, dst, similarity: double) for pairs scoring >= threshold.
 
     `signed` is (_id, _sig) and is joined twice (two shuffles of the candidates and
-    the signatures they need); `exact` joins `docs` (_id, _text) twice instead.
+    the signatures they need); `exact` joins the texts of `docs` (_id, _text) twice
+    instead, after `cache` (the caller's persist, undone when it is done with it).
     """
     if method == "none":
         return candidates.select(C.SRC, C.DST, F.lit(None).cast("double").alias(C.SIMILARITY))
@@ -102,7 +104,12 @@ def verify_pairs(
         )
         ends = ends.distinct()
         side = docs.join(F.broadcast(ends) if broadcast_ends else ends, C.DOC_ID, "left_semi")
-        side = side.select(C.DOC_ID, C.TEXT)
+        # Joined twice (as src and as dst) under different keys, which Spark cannot share:
+        # cached, the corpus is scanned once, not twice.
+        # Filled before the joins, whose shuffle stages may otherwise run side by side and
+        # both scan.
+        side = cache(side.select(C.DOC_ID, C.TEXT))
+        side.count()
         col = C.TEXT
         scorer = _exact_scorer(params, threshold)
     else:  # pragma: no cover - config validation forbids it

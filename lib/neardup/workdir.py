@@ -56,6 +56,7 @@ class WorkDir:
             for name in self._fs.list_names(self.root) if self._fs.exists(self.root) else []:
                 if name.startswith(f"{stage}-"):
                     self._fs.delete(f"{self.root}/{name}")
-            build().write.mode("overwrite").parquet(path)
+            # Uncompressed: signatures, hashes and band keys are random bits that no codec shrinks.
+            build().write.mode("overwrite").option("compression", "uncompressed").parquet(path)
         # Read back from files: later stages never see a recomputed result.
         return self._spark.read.parquet(path)

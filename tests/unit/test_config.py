@@ -81,7 +81,12 @@ def test_yaml_is_read_safely(tmp_path: Path) -> None:
 @pytest.mark.parametrize("threshold", [0.3, 0.5, 0.7, 0.8, 0.9, 0.95])
 @pytest.mark.parametrize("num_perm", [16, 64, 128, 256])
 def test_derived_bands_fit_and_centre_on_threshold(threshold: float, num_perm: int) -> None:
-    cfg = config.load(sets=[f"lsh.threshold={threshold}", f"minhash.num_perm={num_perm}"])
+    sets = [f"lsh.threshold={threshold}", f"minhash.num_perm={num_perm}"]
+    cfg = config.load(sets=sets)
+    # The default derivation: a pair at the threshold is caught with probability >= 0.99.
+    assert cfg.bands * cfg.rows <= num_perm
+    assert candidate_probability(threshold, cfg.bands, cfg.rows) >= 0.99
+    cfg = config.load(sets=[*sets, "lsh.recall=null"])  # the weighted-area derivation
     b, r = cfg.bands, cfg.rows
     assert b >= 1 and r >= 1 and b * r <= num_perm
     # The S-curve's steepest rise is near its (1/b)^(1/r) point; it must sit near the threshold.
