@@ -19,7 +19,8 @@
 
 Tool groups: neardup = neardup (its defaults), the other signing method (neardup-classic or
 neardup-oph), neardup-signature (signature verification); datasketch = datasketch,
-datasketch-verify; rensa = rensa, rensa-verify; datatrove; mllib. Any single name works too.
+datasketch-verify; rensa = rensa, rensa-verify; datatrove; mllib. Any single name works too;
+neardup-only runs neardup with its defaults alone.
 The machine may be shared: compare tools through ratios taken in the same run, and CPU
 seconds as well as wall seconds.
 """
@@ -429,10 +430,12 @@ def render(
 
 
 def expand_tools(names: str) -> list[str]:
-    known = {t for group in GROUPS.values() for t in group}
+    known = {t for group in GROUPS.values() for t in group} | set(NEARDUP_VARIANTS)
     out: list[str] = []
     for name in (n.strip() for n in names.split(",") if n.strip()):
-        if name in GROUPS:
+        if name == "neardup-only":  # the defaults alone, without the group's variants
+            out.append("neardup")
+        elif name in GROUPS:
             out += GROUPS[name]
         elif name in known:
             out.append(name)

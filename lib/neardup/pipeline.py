@@ -165,7 +165,7 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
                     cache=keep,
                 ),
             )
-            n["verified_pairs"] = verified.count()
+            n["verified_pairs"] = n_verified = verified.count()
 
         with stages.stage("components") as n:
             components, comp_stats = connected_components(
@@ -179,7 +179,8 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
             n["components_iterations"] = comp_stats.get("iterations")
 
         with stages.stage("survivors") as n:
-            assigned = keep(select_survivors(members, components, cfg))
+            small = 2 * n_verified <= _BROADCAST_ROWS  # a component's nodes are endpoints of edges
+            assigned = keep(select_survivors(members, components, cfg, small))
             is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
             sizes = assigned.agg(
                 F.sum((is_kept & (F.col("_size") > 1)).cast("long")).alias("clusters"),
@@ -259,6 +260,9 @@ def _write_outputs(
     if n_rejected <= _BROADCAST_ROWS:
         reasons = F.broadcast(reasons)
     bad = source.join(reasons, F.col(id_col) == F.col("_rej_id")).drop("_rej_id")
+    if n_rejected == 0:
+        # The usual case; the join would still scan every text only to find nothing.
+        bad = bad.limit(0)
     bad.write.mode("overwrite").parquet(paths.staged("rejected"))
 
 

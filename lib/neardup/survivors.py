@@ -20,27 +20,36 @@ _EXACT = "_is_exact"
 _SIZE = "_size"
 
 
-def select_survivors(members: DataFrame, components: DataFrame, cfg: Config) -> DataFrame:
+def select_survivors(members: DataFrame, components: DataFrame, cfg: Config, small: bool = True) -> DataFrame:
     """members (_id, _rep, _len, _rank): every document that was signed or is an exact copy;
     components (_id, _component): representatives that have a verified edge ->
     (_id, _kept_id, status, _size) with one row per member.
 
-    Shuffles: the components join, the window by component, the join of exact copies
-    to their representative's survivor, and the window counting cluster sizes.
+    Only representatives with a verified edge have a survivor to choose (a window by
+    component over those few); every other representative survives itself. Each member
+    then takes its representative's survivor. `small`: the edge-side frames (components
+    and the clusters they make, at most twice the verified edges) are broadcast, so the
+    members are never shuffled; else they are shuffle-joined.
     """
-    reps = members.filter(F.col(C.REP) == F.col(C.DOC_ID)).join(components, C.DOC_ID, "left")
-    reps = reps.withColumn(C.COMPONENT, F.coalesce(F.col(C.COMPONENT), F.col(C.DOC_ID)))
+
+    def side(df: DataFrame) -> DataFrame:
+        return F.broadcast(df) if small else df
+
+    reps = members.filter(F.col(C.REP) == F.col(C.DOC_ID))
     cluster = Window.partitionBy(C.COMPONENT).orderBy(*survivor_columns(cfg))
-    rep_kept = reps.select(C.DOC_ID, F.first(C.DOC_ID).over(cluster).alias(C.KEPT_ID))
-    copies = (
-        members.filter(F.col(C.REP) != F.col(C.DOC_ID))
-        .select(C.DOC_ID, C.REP)
-        .join(rep_kept.select(F.col(C.DOC_ID).alias(C.REP), C.KEPT_ID), C.REP)
-        .select(C.DOC_ID, C.KEPT_ID, F.lit(True).alias(_EXACT))
+    chosen = reps.join(side(components), C.DOC_ID).select(
+        F.col(C.DOC_ID).alias(C.REP), F.first(C.DOC_ID).over(cluster).alias(C.KEPT_ID)
     )
-    assigned = rep_kept.select(C.DOC_ID, C.KEPT_ID, F.lit(False).alias(_EXACT)).unionByName(copies)
-    size = F.count(F.lit(1)).over(Window.partitionBy(C.KEPT_ID))
-    assigned = assigned.withColumn(_SIZE, size)
+    assigned = members.join(side(chosen), C.REP, "left").select(
+        C.DOC_ID,
+        F.coalesce(F.col(C.KEPT_ID), F.col(C.REP)).alias(C.KEPT_ID),
+        (F.col(C.DOC_ID) != F.col(C.REP)).alias(_EXACT),
+    )
+    removed = assigned.filter(F.col(C.DOC_ID) != F.col(C.KEPT_ID))
+    sizes = removed.groupBy(C.KEPT_ID).agg((F.count(F.lit(1)) + 1).alias(_SIZE))
+    assigned = assigned.join(side(sizes), C.KEPT_ID, "left").withColumn(
+        _SIZE, F.coalesce(F.col(_SIZE), F.lit(1).cast("long"))
+    )
     status = (
         F.when(
             F.col(C.DOC_ID) == F.col(C.KEPT_ID),
