@@ -121,7 +121,8 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
                     "columns": [cfg.input.id_col, cfg.input.text_col],
                     "sign": asdict(params),
                     "signatures_kept": keep_sigs,
-                    # The survivor policy picks which exact copy is signed.
+                    # Signatures carry the survivor column (_rank); candidates are drawn
+                    # between the exact groups' representatives, which the policy picks.
                     "survivor": asdict(cfg.survivor),
                 }
             )
