@@ -18,6 +18,7 @@ chunked), so a batch can never overflow 32-bit offsets downstream. Nulls stay nu
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -53,6 +54,17 @@ def _as_large_string_array(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     raise TypeError(f"expected a string array, got {texts.type}")
 
 
+def _all_ascii(arr: pa.Array) -> bool:
+    """True when every byte of the array's text (null slots included) is ASCII."""
+    offsets_buf, data_buf = arr.buffers()[1:3]
+    if data_buf is None or offsets_buf is None:
+        return True
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64)
+    lo, hi = int(offsets[arr.offset]), int(offsets[arr.offset + len(arr)])
+    data = np.frombuffer(data_buf, dtype=np.uint8)[lo:hi]
+    return data.size == 0 or int(data.max()) < 0x80
+
+
 def normalize(
     texts: pa.Array | pa.ChunkedArray,
     lowercase: bool = True,
@@ -65,9 +77,14 @@ def normalize(
     arr = _as_large_string_array(texts)
     if len(arr) == 0:
         return pa.array([], type=pa.large_string())
-    out = pc.utf8_normalize(arr, "NFKC")
-    if lowercase:
-        out = pc.utf8_lower(out)
+    if _all_ascii(arr):
+        # NFKC leaves ASCII as it is and ASCII lowercasing is all utf8_lower would do: the
+        # two steps cost ~0.3 us instead of ~3 us per 2 KB document.
+        out = pc.ascii_lower(arr) if lowercase else arr
+    else:
+        out = pc.utf8_normalize(arr, "NFKC")
+        if lowercase:
+            out = pc.utf8_lower(out)
     pattern = _PUNCT_OR_WS_RUN if strip_punctuation else _WS_RUN
     out = pc.replace_substring_regex(out, pattern=pattern, replacement=" ")
     out = pc.utf8_trim(out, characters=" ")

@@ -173,3 +173,19 @@ def test_empty_inputs() -> None:
 def test_rejects_non_strings() -> None:
     with pytest.raises(TypeError):
         normalize(pa.array([1, 2, 3]))
+
+
+@pytest.mark.parametrize("lowercase", [True, False])
+def test_all_ascii_batches_take_a_shortcut_to_the_same_result(lowercase: bool) -> None:
+    # An all-ASCII batch skips NFKC and uses ASCII lowercasing; one non-ASCII row sends the
+    # whole batch down the general path, so the same rows are compared across both paths.
+    rng = random.Random(11)
+    alphabet = [chr(c) for c in range(128)]
+    texts: list[str | None] = [None, "", "ABC  Def\tG\x1f\x0bh "]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(500)]
+    for part in (pa.array(texts, pa.large_string()), pa.array(texts, pa.string()).slice(2, 300)):
+        fast = normalize(part, lowercase=lowercase).to_pylist()
+        mixed = pa.concat_arrays([part.cast(pa.large_string()), pa.array(["\u00c9"], pa.large_string())])
+        slow = normalize(mixed, lowercase=lowercase).to_pylist()[:-1]
+        assert fast == slow
+        assert fast == [ref_normalize(t, lowercase=lowercase) for t in part.to_pylist()]
