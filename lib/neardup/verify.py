@@ -105,9 +105,8 @@ def verify_pairs(
         ends = ends.distinct()
         side = docs.join(F.broadcast(ends) if broadcast_ends else ends, C.DOC_ID, "left_semi")
         # Joined twice (as src and as dst) under different keys, which Spark cannot share:
-        # cached, the corpus is scanned once, not twice.
-        # Filled before the joins, whose shuffle stages may otherwise run side by side and
-        # both scan.
+        # cached and filled before the joins (whose shuffle stages may run side by side),
+        # the corpus is scanned once, not twice.
         side = cache(side.select(C.DOC_ID, C.TEXT))
         side.count()
         col = C.TEXT
