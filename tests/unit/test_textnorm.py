@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from neardup.textnorm import _WS_RUN, WHITESPACE_CLASS, normalize
+from neardup.textnorm import _WS_RUN, WHITESPACE_CLASS, collapse_whitespace, normalize
 
 # Characters on which utf8proc (Arrow) and Python's unicodedata agree for NFKC and lowercase
 # (no İ, final sigma or other context-dependent mappings), covering every class the
@@ -189,3 +189,37 @@ def test_all_ascii_batches_take_a_shortcut_to_the_same_result(lowercase: bool) -
         slow = normalize(mixed, lowercase=lowercase).to_pylist()[:-1]
         assert fast == slow
         assert fast == [ref_normalize(t, lowercase=lowercase) for t in part.to_pylist()]
+
+
+def test_whitespace_kernel_equals_the_regular_expression() -> None:
+    # Neighbours of every whitespace encoding (same lead bytes, other continuation bytes)
+    # are what a byte-level kernel could mistake for whitespace.
+    spaces = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
+    near = ["\u0084", "\u0086", "\u00a1", "\u00a9", "\u1681", "\u167f", "\u200b", "\u2010", "\u2027"]
+    near += [
+        "\u202a",
+        "\u202e",
+        "\u2030",
+        "\u205e",
+        "\u2060",
+        "\u3001",
+        "\u2fff",
+        "x",
+        "ab",
+        "é",
+        "\U0001f600",
+    ]
+    rng = random.Random(5)
+    texts: list[str | None] = [None, "", " ", "\u3000", "a\u2028", "\u00a0b"]
+    for _ in range(3000):
+        texts.append(
+            "".join(rng.choice(spaces if rng.random() < 0.4 else near) for _ in range(rng.randint(0, 12)))
+        )
+    arr = pa.array(texts, pa.large_string())
+    for part in (arr, arr.slice(3, 2000)):
+        want = pc.utf8_trim(
+            pc.replace_substring_regex(part, pattern=_WS_RUN, replacement=" "), characters=" "
+        )
+        got = collapse_whitespace(part)
+        assert got.to_pylist() == want.to_pylist()
+        assert got.null_count == part.null_count
