@@ -261,9 +261,6 @@ def _write_outputs(
     if n_rejected <= _BROADCAST_ROWS:
         reasons = F.broadcast(reasons)
     bad = source.join(reasons, F.col(id_col) == F.col("_rej_id")).drop("_rej_id")
-    if n_rejected == 0:
-        # The usual case; the join would still scan every text only to find nothing.
-        bad = bad.limit(0)
     bad.write.mode("overwrite").parquet(paths.staged("rejected"))
 
 
