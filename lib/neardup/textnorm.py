@@ -32,7 +32,7 @@ from numba import njit
 
 from neardup.hashing import text_buffers
 
-__all__ = ["WHITESPACE_CLASS", "normalize"]
+__all__ = ["WHITESPACE_CLASS", "collapse_whitespace", "normalize"]
 
 # Kept equal to Python's str.isspace() set (checked over every code point in the tests) so a
 # pure-Python reference of the shingler can split normalized text the same way.
