@@ -16,7 +16,8 @@ The steps, in this order:
 Step 4 alone (the default, without step 3) runs in a numba kernel over the UTF-8 buffer,
 branch-free on ASCII: 3.5 us per 2 KB document against 6.3 us for the regular expression,
 which was a quarter of the cost of signing a document. With step 3, one regular expression
-does both steps.
+does both steps. An all-ASCII batch skips step 1 (NFKC leaves ASCII as it is) and, without
+step 3, is lowercased inside the same kernel.
 
 The output is ``large_string`` whatever the input (``string``, ``large_string``, sliced,
 chunked), so a batch can never overflow 32-bit offsets downstream. Nulls stay null.
@@ -88,9 +89,13 @@ def normalize(
     if len(arr) == 0:
         return pa.array([], type=pa.large_string())
     if _all_ascii(arr):
-        # NFKC leaves ASCII as it is and ASCII lowercasing is all utf8_lower would do: the
-        # two steps cost ~0.3 us instead of ~3 us per 2 KB document.
-        out = pc.ascii_lower(arr) if lowercase else arr
+        # NFKC leaves ASCII as it is and ASCII lowercasing is all utf8_lower would do.
+        if not strip_punctuation:
+            # Lowercased in the whitespace kernel's pass over the bytes (a table lookup).
+            return collapse_whitespace(arr, lowercase=lowercase)
+        # Not pc.ascii_lower: on large_string offsets that do not start at 0 (a cast slice)
+        # it returns an invalid array whose rows read other rows' text (pyarrow 26).
+        out = pc.utf8_lower(arr) if lowercase else arr
     else:
         out = pc.utf8_normalize(arr, "NFKC")
         if lowercase:
@@ -109,17 +114,25 @@ def normalize(
 # 1 for the ASCII bytes in Python's isspace() set: \t \n \v \f \r, U+001C..U+001F, space.
 _ASCII_SPACE = np.zeros(128, dtype=np.uint8)
 _ASCII_SPACE[[0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x1F, 0x20]] = 1
+# What the kernel writes for each ASCII byte: whitespace becomes a space, and with
+# lowercasing A-Z become a-z (all that lowercasing does to ASCII).
+_ASCII_AS_IS = np.where(_ASCII_SPACE == 1, 0x20, np.arange(128)).astype(np.uint8)
+_ASCII_LOWER = _ASCII_AS_IS.copy()
+_ASCII_LOWER[ord("A") : ord("Z") + 1] += 0x20
 
 
-def collapse_whitespace(texts: pa.Array) -> pa.Array:
-    """Every run of whitespace (Python's ``str.isspace()`` set) -> one ASCII space, trimmed.
+def collapse_whitespace(texts: pa.Array, lowercase: bool = False) -> pa.Array:
+    """Every run of whitespace (Python's ``str.isspace()`` set) -> one ASCII space, trimmed;
+    with `lowercase`, ASCII letters lowercased in the same pass (other bytes are left as
+    they are: for ASCII text that is ``utf8_lower``).
 
     ``large_string`` out; nulls stay null. The same as replacing ``_WS_RUN`` by a space and
     trimming spaces (tested over every whitespace code point and its byte neighbours).
     """
     arr = _as_large_string_array(texts)
     starts, ends, data = text_buffers(arr)
-    offsets, out = _collapse_kernel(starts, ends, data, _ASCII_SPACE)
+    table = _ASCII_LOWER if lowercase else _ASCII_AS_IS
+    offsets, out = _collapse_kernel(starts, ends, data, _ASCII_SPACE, table)
     validity = None
     if arr.null_count:
         validity = pa.array(arr.is_valid().to_numpy(zero_copy_only=False)).buffers()[1]
@@ -157,6 +170,7 @@ def _collapse_kernel(
     ends: npt.NDArray[np.int64],
     data: npt.NDArray[np.uint8],
     ascii_space: npt.NDArray[np.uint8],
+    ascii_out: npt.NDArray[np.uint8],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
     n = starts.shape[0]
     total = 0
@@ -177,7 +191,7 @@ def _collapse_kernel(
                 # Branch-free on ASCII: a whitespace byte is written as a space and counted
                 # only when it starts a run; a branch per word boundary cost twice as much.
                 ws = ascii_space[b]
-                out[w] = 0x20 if ws else b
+                out[w] = ascii_out[b]
                 w += 1 - (ws & prev)
                 prev = ws
                 i += 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import sys
 import unicodedata
@@ -223,3 +224,24 @@ def test_whitespace_kernel_equals_the_regular_expression() -> None:
         got = collapse_whitespace(part)
         assert got.to_pylist() == want.to_pylist()
         assert got.null_count == part.null_count
+
+
+@pytest.mark.parametrize("lowercase", [True, False])
+@pytest.mark.parametrize("strip", [True, False])
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_slices_whose_text_starts_inside_the_buffer(lowercase: bool, strip: bool, ascii_only: bool) -> None:
+    # A slice (a batch cut from a larger one) keeps the parent's buffers: its first row's text
+    # starts deep inside the data buffer. pc.ascii_lower once returned other rows' text here.
+    rng = random.Random(13)
+    alphabet = [chr(c) for c in range(32, 127)] + ["\t", "\n"] if ascii_only else list(ALPHABET)
+    texts: list[str | None] = [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))) for _ in range(400)
+    ]
+    with_null = [*texts[:50], None, *texts[51:]]  # a null changes how Arrow casts a slice
+    for type_, rows in itertools.product((pa.string(), pa.large_string()), (texts, with_null)):
+        arr = pa.array(rows, type_)
+        for lo, hi in [(1, 400), (7, 8), (49, 52), (123, 321), (399, 400)]:
+            got = normalize(arr.slice(lo, hi - lo), lowercase=lowercase, strip_punctuation=strip)
+            got.validate(full=True)
+            want = [ref_normalize(t, lowercase, strip) for t in rows[lo:hi]]
+            assert got.to_pylist() == want, (type_, lo, hi)
