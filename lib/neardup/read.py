@@ -218,13 +218,14 @@ def _row_excerpt(row: object, text_col: str) -> str:
 def documents(df: DataFrame, cfg: Config) -> DataFrame:
     """Input rows -> the narrow frame every stage works on.
 
-    Output schema: _id (input id type), _text (string, may be null), _len (int,
-    characters of the original text), _rank (survivor.column or null).
+    Output schema: _id (input id type), _text (string, may be null), _rank
+    (survivor.column or null). The text's length is measured where it is signed: Spark's
+    `length` decodes every character in the JVM (4.6 s of 10.6 for reading 1M 2 KB
+    documents into Python, against 0.1 s with Arrow's kernel).
     """
     rank = F.col(cfg.survivor.column) if cfg.survivor.column else F.lit(None).cast("long")
     return df.select(
         F.col(cfg.input.id_col).alias(C.DOC_ID),
         F.col(cfg.input.text_col).alias(C.TEXT),
-        F.coalesce(F.length(cfg.input.text_col), F.lit(0)).alias(C.LENGTH),
         rank.alias(C.RANK),
     )

@@ -83,6 +83,8 @@ def _signer(
             reason = pc.if_else(
                 is_null, REASON_NULL, pc.if_else(empty, REASON_EMPTY, pa.scalar(None, pa.string()))
             )
+            # Characters (code points) of the original text, as Spark's `length` counts them.
+            length = pc.fill_null(pc.utf8_length(text), 0).cast(pa.int32())
             h = text_hash128(norm)
             sigs = signatures(
                 norm,
@@ -104,7 +106,7 @@ def _signer(
                 pa.array(h[:, 0], pa.int64()),
                 pa.array(h[:, 1], pa.int64()),
                 reason,
-                batch.column(C.LENGTH),
+                length,
                 batch.column(C.RANK),
                 key_col,
             ]
@@ -124,8 +126,9 @@ def _signer(
 
 
 def sign_documents(docs: DataFrame, params: SignParams, keep_signatures: bool = True) -> DataFrame:
-    """docs (_id, _text, _len, _rank), every row ->
-    (_id, _thash: long, _thash_lo: long, reason: string, _len, _rank,
+    """docs (_id, _text, _rank), every row ->
+    (_id, _thash: long, _thash_lo: long, reason: string, _len: int (characters of the
+     original text, 0 when null), _rank,
      _bands: array<long> of `bands` keys[, _sig: binary of num_perm little-endian uint32]).
 
     `_sig` is there only with `keep_signatures`: only signature verification reads it,
@@ -142,11 +145,11 @@ def sign_documents(docs: DataFrame, params: SignParams, keep_signatures: bool = 
             T.StructField(C.TEXT_HASH, T.LongType(), False),
             T.StructField(C.TEXT_HASH_LO, T.LongType(), False),
             T.StructField(C.REASON, T.StringType(), True),
-            fields[C.LENGTH],
+            T.StructField(C.LENGTH, T.IntegerType(), False),
             fields[C.RANK],
             T.StructField(C.BAND_KEYS, T.ArrayType(T.LongType(), False), True),
         ]
         + ([T.StructField(C.SIG, T.BinaryType(), True)] if keep_signatures else [])
     )
     fn = _signer(params, keep_signatures)
-    return docs.select(C.DOC_ID, C.TEXT, C.LENGTH, C.RANK).mapInArrow(fn, schema)
+    return docs.select(C.DOC_ID, C.TEXT, C.RANK).mapInArrow(fn, schema)

@@ -74,6 +74,14 @@ def test_exact_copies_and_policies(spark: Any, tmp_path: Path) -> None:
     assert {got[4]["cluster_id"], got[300]["cluster_id"]} == {-1}
 
 
+def test_longest_counts_characters_not_bytes(spark: Any, tmp_path: Path) -> None:
+    # Exact copies after NFKC: " \ufb01ne" is 4 characters in 6 bytes, " fine" 5 in 5.
+    rows = [{"id": 1, "text": BASE + " \ufb01ne"}, {"id": 2, "text": BASE + " fine"}]
+    got = _run(spark, _write(tmp_path, rows), tmp_path / "out")
+    assert got[2]["status"] == "kept"
+    assert got[1]["status"] == "exact_duplicate" and got[1]["cluster_id"] == 2
+
+
 def test_rejected_rows_and_string_ids(spark: Any, tmp_path: Path) -> None:
     rows = [
         {"id": "b", "text": BASE},
