@@ -163,7 +163,6 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
                     cfg.verify.method,
                     cfg.verify_threshold,
                     broadcast_ends=2 * n_candidates <= _BROADCAST_ROWS,
-                    cache=keep,
                 ),
             )
             n["verified_pairs"] = n_verified = verified.count()

@@ -27,16 +27,17 @@ def signature_matrix(col: pa.Array | pa.ChunkedArray, num_perm: int) -> np.ndarr
 
 
 @njit(cache=True, nogil=True)
-def _pair_jaccard(oa: np.ndarray, ha: np.ndarray, ob: np.ndarray, hb: np.ndarray) -> np.ndarray:
-    n = oa.shape[0] - 1
-    out = np.empty(n, dtype=np.float64)
-    for p in range(n):
-        i, iend = oa[p], oa[p + 1]
-        j, jend = ob[p], ob[p + 1]
+def _jaccard_of_pairs(
+    offsets: np.ndarray, hashes: np.ndarray, left: np.ndarray, right: np.ndarray
+) -> np.ndarray:
+    out = np.empty(left.shape[0], dtype=np.float64)
+    for p in range(left.shape[0]):
+        i, iend = offsets[left[p]], offsets[left[p] + 1]
+        j, jend = offsets[right[p]], offsets[right[p] + 1]
         la, lb = iend - i, jend - j
         inter = 0
         while i < iend and j < jend:
-            x, y = ha[i], hb[j]
+            x, y = hashes[i], hashes[j]
             if x == y:
                 inter += 1
                 i += 1
@@ -50,14 +51,26 @@ def _pair_jaccard(oa: np.ndarray, ha: np.ndarray, ob: np.ndarray, hb: np.ndarray
     return out
 
 
-def exact_jaccard(
-    offsets_a: np.ndarray, hashes_a: np.ndarray, offsets_b: np.ndarray, hashes_b: np.ndarray
+def jaccard_of_pairs(
+    offsets: np.ndarray, hashes: np.ndarray, left: np.ndarray, right: np.ndarray
 ) -> np.ndarray:
-    """Jaccard of set i of A with set i of B; each set is a sorted unique slice of uint64
-    hashes (hashes[offsets[i]:offsets[i+1]]). Two empty sets score 0."""
-    return _pair_jaccard(
-        np.ascontiguousarray(offsets_a, dtype=np.int64),
-        np.ascontiguousarray(hashes_a, dtype=np.uint64),
-        np.ascontiguousarray(offsets_b, dtype=np.int64),
-        np.ascontiguousarray(hashes_b, dtype=np.uint64),
+    """Jaccard of set left[p] with set right[p], for each p; set i is the sorted unique slice
+    hashes[offsets[i]:offsets[i+1]] of uint64 hashes. Two empty sets score 0.
+
+    One collection of sets and index pairs: a document compared with several others has
+    its set computed and stored once.
+    """
+    n_sets = len(offsets) - 1
+    left = np.ascontiguousarray(left, dtype=np.int64)
+    right = np.ascontiguousarray(right, dtype=np.int64)
+    if left.shape != right.shape or left.ndim != 1:
+        raise ValueError("left and right must be 1-d index arrays of the same length")
+    for idx in (left, right):
+        if idx.size and (idx.min() < 0 or idx.max() >= n_sets):
+            raise IndexError(f"set index out of range 0..{n_sets - 1}")
+    return _jaccard_of_pairs(
+        np.ascontiguousarray(offsets, dtype=np.int64),
+        np.ascontiguousarray(hashes, dtype=np.uint64),
+        left,
+        right,
     )

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
-from neardup.similarity import exact_jaccard, signature_matrix
+from neardup.similarity import jaccard_of_pairs, signature_matrix
 
 
 def _pack(sets: list[set[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -14,16 +15,25 @@ def _pack(sets: list[set[int]]) -> tuple[np.ndarray, np.ndarray]:
     return offsets, flat
 
 
-def test_exact_jaccard_matches_python_sets() -> None:
+def test_jaccard_of_pairs_matches_python_sets() -> None:
     rng = np.random.default_rng(3)
     a_sets, b_sets = [], []
     for _ in range(200):
         universe = rng.integers(0, 2**63, size=60, dtype=np.uint64).tolist()
         a_sets.append(set(rng.choice(universe, size=rng.integers(0, 40), replace=False).tolist()))
         b_sets.append(set(rng.choice(universe, size=rng.integers(0, 40), replace=False).tolist()))
-    got = exact_jaccard(*_pack(a_sets), *_pack(b_sets))
-    want = [len(a & b) / len(a | b) if a | b else 0.0 for a, b in zip(a_sets, b_sets, strict=True)]
+    sets = a_sets + b_sets
+    # Every a against its b, then some sets against several others and themselves.
+    left = np.concatenate([np.arange(200), rng.integers(0, 400, size=300)])
+    right = np.concatenate([np.arange(200, 400), rng.integers(0, 400, size=300)])
+    got = jaccard_of_pairs(*_pack(sets), left, right)
+    want = [
+        len(sets[i] & sets[j]) / len(sets[i] | sets[j]) if sets[i] | sets[j] else 0.0
+        for i, j in zip(left, right, strict=True)
+    ]
     assert np.allclose(got, want)
+    with pytest.raises(IndexError):
+        jaccard_of_pairs(*_pack(sets), np.array([0]), np.array([400]))
 
 
 def test_signature_matrix_reads_binary_columns_including_slices() -> None:
