@@ -64,6 +64,7 @@ class LshConfig:
     false_positive_weight: float = 0.2
     false_negative_weight: float = 0.8
     recall: float | None = 0.99
+    all_pairs_up_to: int = 32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -331,6 +332,8 @@ def validate(cfg: Config) -> Config:
             f"config keys lsh.bands * lsh.rows = {b} * {r} = {b * r} exceeds "
             f"minhash.num_perm = {cfg.minhash.num_perm}"
         )
+    if not 1 <= cfg.lsh.all_pairs_up_to <= 1024:
+        raise UsageError(f"config key lsh.all_pairs_up_to must be in 1..1024, not {cfg.lsh.all_pairs_up_to}")
     if cfg.components.max_iterations < 1:
         raise UsageError("config key components.max_iterations must be at least 1")
     if cfg.survivor.policy == "quality" and not cfg.survivor.column:

@@ -126,7 +126,10 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
                     "survivor": asdict(cfg.survivor),
                 }
             )
-            edge_fp = fingerprint({"sign": sign_fp, "verify": asdict(cfg.verify), "t": cfg.verify_threshold})
+            cand_fp = fingerprint({"sign": sign_fp, "all_pairs_up_to": cfg.lsh.all_pairs_up_to})
+            edge_fp = fingerprint(
+                {"candidates": cand_fp, "verify": asdict(cfg.verify), "t": cfg.verify_threshold}
+            )
         docs = documents(source, cfg)
 
         with stages.stage("sign") as n:
@@ -148,7 +151,9 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
             reps = accepted.join(copies, C.DOC_ID, "left_anti")
 
         with stages.stage("candidates") as n:
-            candidates = work.materialize("candidates", sign_fp, lambda: candidate_edges(reps))
+            candidates = work.materialize(
+                "candidates", cand_fp, lambda: candidate_edges(reps, cfg.lsh.all_pairs_up_to)
+            )
             n["candidate_pairs"] = n_candidates = candidates.count()
 
         with stages.stage("verify") as n:

@@ -50,6 +50,7 @@ def test_layers_apply_in_order(tmp_path: Path) -> None:
         (["lsh.threshold"], "KEY=VALUE"),
         (["input.id_col=text"], "same column"),
         (["lsh.recall=1"], "lsh.recall must be strictly between 0 and 1"),
+        (["lsh.all_pairs_up_to=0"], "lsh.all_pairs_up_to must be in 1..1024"),
         (["lsh.recall=0.999", "lsh.threshold=0.1", "minhash.num_perm=4"], "no lsh.bands x lsh.rows"),
     ],
 )
