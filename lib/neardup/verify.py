@@ -56,40 +56,47 @@ def _group_scorer(
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """Batches of (_src, _id, _text) sorted by (_src, _id) -> edges (src, id, similarity).
 
-    A group is a src and the dst of each of its edges (all larger than src, so src comes
-    first); it may straddle batches, and is scored whole (`arrowgroups.whole_groups`).
+    A group is a src and the dst of each of its edges, all larger than src, so src comes
+    first. A group may run over many batches (a star of a large bucket): only its head's
+    shingle set is carried from one batch to the next, never the group's texts.
     """
 
     def score(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from neardup.arrowgroups import run_starts, whole_groups
+        from neardup.arrowgroups import run_starts
         from neardup.hashing import shingle_hashes
         from neardup.similarity import jaccard_of_pairs
         from neardup.textnorm import normalize
 
-        for rows in whole_groups(batches, _GROUP):
-            srcs, ids = rows.column(_GROUP), rows.column(C.DOC_ID)
-            n = len(rows)
-            starts = run_starts(srcs)
-            heads = pa.array(starts)
-            if not pc.all(pc.equal(srcs.take(heads), ids.take(heads))).as_py():
-                raise RuntimeError("verify: a group's rows arrived without its src first")
-            is_head = np.zeros(n, dtype=bool)
-            is_head[starts] = True
-            head_of = np.maximum.accumulate(np.where(is_head, np.arange(n), 0))
-            members = np.flatnonzero(~is_head)
+        carried: tuple[pa.Scalar, np.ndarray] | None = None  # (src, shingle set) of the open group
+        for batch in batches:
+            n = len(batch)
+            if n == 0:
+                continue
+            srcs, ids = batch.column(_GROUP), batch.column(C.DOC_ID)
             norm = normalize(
-                rows.column(C.TEXT), lowercase=p.lowercase, strip_punctuation=p.strip_punctuation
+                batch.column(C.TEXT), lowercase=p.lowercase, strip_punctuation=p.strip_punctuation
             )
             offsets, hashes = shingle_hashes(norm, p.unit, p.ngram, p.char_ngram, p.seed)
+            is_head = np.asarray(pc.equal(srcs, ids))
+            starts = run_starts(srcs)
+            heads = starts.copy()  # row of each run's head; index n is the carried head's set
+            if not is_head[0]:
+                if carried is None or carried[0] != srcs[0]:
+                    raise RuntimeError("verify: a group's rows arrived without its src first")
+                heads[0] = n
+                offsets = np.append(offsets, offsets[-1] + len(carried[1]))
+                hashes = np.concatenate([hashes, carried[1]])
+            if not is_head[starts[1:]].all():
+                raise RuntimeError("verify: a group's rows arrived without its src first")
+            head_of = np.repeat(heads, np.diff(np.append(starts, n)))
+            members = np.flatnonzero(~is_head)
             sim = jaccard_of_pairs(offsets, hashes, head_of[members], members)
+            last = int(head_of[-1])
+            carried = (srcs[n - 1], hashes[offsets[last] : offsets[last + 1]].copy())
             keep = sim >= threshold
             take = pa.array(members[keep])
             yield pa.RecordBatch.from_arrays(
-                [
-                    srcs.take(take).combine_chunks(),
-                    ids.take(take).combine_chunks(),
-                    pa.array(sim[keep], pa.float64()),
-                ],
+                [srcs.take(take), ids.take(take), pa.array(sim[keep], pa.float64())],
                 names=[C.SRC, C.DST, C.SIMILARITY],
             )
 
