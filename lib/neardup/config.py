@@ -63,7 +63,7 @@ class LshConfig:
     rows: int | None = None
     false_positive_weight: float = 0.2
     false_negative_weight: float = 0.8
-    recall: float | None = 0.99
+    recall: float | None = 0.999
     all_pairs_up_to: int = 32
 
 

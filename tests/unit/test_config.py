@@ -83,10 +83,14 @@ def test_yaml_is_read_safely(tmp_path: Path) -> None:
 @pytest.mark.parametrize("num_perm", [16, 64, 128, 256])
 def test_derived_bands_fit_and_centre_on_threshold(threshold: float, num_perm: int) -> None:
     sets = [f"lsh.threshold={threshold}", f"minhash.num_perm={num_perm}"]
+    if 1 - (1 - threshold) ** num_perm < 0.999:  # out of reach even with one row per band
+        with pytest.raises(UsageError, match="lower the recall or raise num_perm"):
+            config.load(sets=sets)
+        sets.append("lsh.recall=0.99")
     cfg = config.load(sets=sets)
-    # The default derivation: a pair at the threshold is caught with probability >= 0.99.
+    # The default derivation: a pair at the threshold is caught with probability >= 0.999.
     assert cfg.bands * cfg.rows <= num_perm
-    assert candidate_probability(threshold, cfg.bands, cfg.rows) >= 0.99
+    assert candidate_probability(threshold, cfg.bands, cfg.rows) >= cfg.lsh.recall
     cfg = config.load(sets=[*sets, "lsh.recall=null"])  # the weighted-area derivation
     b, r = cfg.bands, cfg.rows
     assert b >= 1 and r >= 1 and b * r <= num_perm
