@@ -1,8 +1,9 @@
 """Whole groups out of a stream of Arrow batches whose rows are clustered by a key.
 
 Spark hands `mapInArrow` a partition as batches of a fixed number of rows, so a group
-(an LSH bucket, a verification star) can straddle two or more batches. Its rows are
-held back until a batch shows the next key; every table yielded holds whole groups.
+(a small LSH bucket) can straddle two or more batches. Its rows are held back until a
+batch shows the next key; every table yielded holds whole groups. Only for groups known
+to be small: verification, whose groups can be any size, carries state instead.
 """
 
 from __future__ import annotations
