@@ -94,12 +94,43 @@ def normalized_words(texts: pa.ChunkedArray | pa.Array) -> pa.ListArray:
     return pc.utf8_split_whitespace(norm)
 
 
+_MIX1 = np.uint64(0x9E3779B97F4A7C15)
+_MIX2 = np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+def group_order(major: np.ndarray, k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
+    """A permutation that groups rows by `major` (ascending) and, within it, puts rows
+    with equal (k1, k2) next to each other. Exact.
+
+    One argsort of a packed int64 key (major's dense rank above a 40-bit hash of
+    (k1, k2)) instead of np.lexsort over three columns (5x slower on tens of millions of
+    rows). If two different (k1, k2) of one major share a hash, equal rows might not be
+    adjacent: then the exact lexsort is used instead.
+    """
+    if len(major) == 0:
+        return np.zeros(0, np.int64)
+    _, rank = np.unique(major, return_inverse=True)
+    if rank.max() >= 1 << 23:
+        return np.lexsort((k2, k1, major))
+    with np.errstate(over="ignore"):
+        h = (k1.astype(np.uint64) * _MIX1) ^ (k2.astype(np.uint64) * _MIX2)
+        h ^= h >> np.uint64(29)
+        h *= _MIX1
+    key = (rank.astype(np.int64) << 40) | (h >> np.uint64(24)).astype(np.int64)
+    order = np.argsort(key, kind="stable")
+    ks, a, b = key[order], k1[order], k2[order]
+    collided = (ks[1:] == ks[:-1]) & ((a[1:] != a[:-1]) | (b[1:] != b[:-1]))
+    if collided.any():
+        return np.lexsort((k2, k1, major))
+    return order
+
+
 def shingle_rows(words: pa.ListArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct word 5-grams per document, exactly, as (doc, key1, key2) int64 rows.
 
     Words become dense codes (dictionary encoding, per call); a 5-gram (c0..c4) is the
-    pair (c0 V^2 + c1 V + c2, c3 V + c4), exact while V^3 < 2^63. Rows are sorted by
-    (doc, key1, key2) without repeats. Every generated document has at least 8 words, so
+    pair (c0 V^2 + c1 V + c2, c3 V + c4), exact while V^3 < 2^63. Rows are grouped by
+    doc (ascending) without repeats. Every generated document has at least 8 words, so
     the character-n-gram fallback of short documents is never needed; one is refused.
     """
     offsets = words.offsets.to_numpy().astype(np.int64)
@@ -122,7 +153,7 @@ def shingle_rows(words: pa.ListArray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     k1 = (codes[s] * vocab + codes[s + 1]) * vocab + codes[s + 2]
     k2 = codes[s + 3] * vocab + codes[s + 4]
     doc = doc_of_word[s]
-    order = np.lexsort((k2, k1, doc))
+    order = group_order(doc, k1, k2)
     doc, k1, k2 = doc[order], k1[order], k2[order]
     first = np.r_[True, (doc[1:] != doc[:-1]) | (k1[1:] != k1[:-1]) | (k2[1:] != k2[:-1])]
     return doc[first], k1[first], k2[first]
@@ -156,7 +187,7 @@ def _pair_overlaps(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(a, b, |A ∩ B|) for every pair of documents of the same group sharing a shingle."""
     g = group_of_doc[doc]
-    order = np.lexsort((doc, k2, k1, g))
+    order = group_order(g, k1, k2)
     g, k1s, k2s, docs = g[order], k1[order], k2[order], doc[order]
     same_key = np.r_[False, (g[1:] == g[:-1]) & (k1s[1:] == k1s[:-1]) & (k2s[1:] == k2s[:-1])]
     run = np.cumsum(~same_key)

@@ -4,8 +4,10 @@ generated corpus, scored against exact ground truth.
     pip install -e '.[bench]'
     python jobs/benchmark.py --docs 100000 [--tools neardup,rensa,datasketch,datatrove,mllib]
     python jobs/benchmark.py kernels [--docs 2000]     # microseconds per document to a signature
+    python jobs/benchmark.py memory [--sweep]          # memory per stage, smallest heap
 
-Runs bench/e2e.py (or bench/sign_kernels.py with `kernels`) from a source checkout; see
+Runs bench/e2e.py (bench/sign_kernels.py with `kernels`, bench/memory.py with `memory`)
+from a source checkout; see
 bench/README.md for what each tool runs and how it is measured.
 """
 
@@ -20,6 +22,8 @@ if __name__ == "__main__":
     script = "e2e.py"
     if args[:1] == ["kernels"]:
         script, args = "sign_kernels.py", args[1:]
+    elif args[:1] == ["memory"]:
+        script, args = "memory.py", args[1:]
     path = BENCH / script
     if not path.is_file():
         sys.exit(f"benchmark: {path} not found; run from a source checkout of neardup")

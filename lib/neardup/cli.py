@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from neardup import __version__
-from neardup.errors import InputDataError, NeardupError, UsageError
+from neardup.errors import InputDataError, NeardupError, UsageError, stage_of
 
 log = logging.getLogger("neardup")
 
@@ -59,26 +59,82 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args_list
+    run = _Run()
     try:
         args = build_parser().parse_args(args_list)
-        return _dedup(args)
+        code = _dedup(args, run)
+        run.discard_log()
+        return code
     except NeardupError as e:
         if debug:
             raise
         _error(str(e))
+        run.discard_log()
         return e.exit_code
     except KeyboardInterrupt:
         _error("interrupted; no output was published")
         return EXIT_FAILED
     except Exception as e:  # the contract is one line, not a traceback
+        died = run.jvm_death(e)
         if debug:
+            if died is not None:
+                _error(died)
             raise
+        if died is not None:
+            _error(died)
+            return EXIT_FAILED
         known = input_error_from(e)
         if known is not None:
             _error(str(known))
+            run.discard_log()
             return known.exit_code
-        _error(_describe(e))
+        memory = run.memory_failure(e)
+        if memory is not None:
+            _error(memory)
+            return EXIT_FAILED
+        _error(_describe(e) + run.log_note())
         return EXIT_FAILED
+
+
+class _Run:
+    """What the error handler needs to know about the session: the JVM process, its log,
+    the heap it was given, and the master."""
+
+    def __init__(self) -> None:
+        self.started: Any = None
+        self.heap: str | None = None
+
+    def discard_log(self) -> None:
+        path = self.started.jvm_log if self.started is not None else None
+        if path is not None:
+            path.unlink(missing_ok=True)
+
+    def log_note(self) -> str:
+        path = self.started.jvm_log if self.started is not None else None
+        return f" (Spark's log: {path})" if path is not None else ""
+
+    def jvm_death(self, e: BaseException) -> str | None:
+        """The one-line story of a local JVM that died under us, or None if it lives."""
+        from neardup.jvmexit import local_jvm_died
+        from neardup.session import jvm_process
+
+        proc = jvm_process()
+        if proc is None:
+            return None
+        try:
+            code = proc.wait(timeout=5)
+        except Exception:  # still running: not a JVM death
+            return None
+        path = self.started.jvm_log if self.started is not None else None
+        text = path.read_text(errors="replace") if path is not None and path.exists() else ""
+        return local_jvm_died(code, text, stage_of(e), self.heap).message + self.log_note()
+
+    def memory_failure(self, e: BaseException) -> str | None:
+        from neardup.jvmexit import task_failure
+
+        local = self.started is None or str(self.started.spark.sparkContext.master).startswith("local")
+        found = task_failure(str(e), stage_of(e), local, self.heap)
+        return found.message + self.log_note() if found is not None else None
 
 
 def _error(message: str) -> None:
@@ -109,7 +165,7 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {head[:500]} (rerun with --debug for the traceback)"
 
 
-def _dedup(args: argparse.Namespace) -> int:
+def _dedup(args: argparse.Namespace, run: _Run) -> int:
     from neardup import config as config_mod
 
     overrides: dict[str, Any] = {}
@@ -125,16 +181,22 @@ def _dedup(args: argparse.Namespace) -> int:
 
     _log_to_stderr(logging.WARNING if args.quiet else logging.INFO)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from neardup.pipeline import run
-    from neardup.session import get_spark
+    from neardup import pipeline
+    from neardup.session import start
 
-    spark = get_spark(args.master, cfg.spark, quiet_jvm=not args.debug)
+    run.started = started = start(args.master, cfg.spark, quiet_jvm=not args.debug)
+    spark = started.spark
     if not args.debug:
-        spark.sparkContext.setLogLevel("ERROR")
+        _quiet_python_side(spark)
+    conf = spark.sparkContext.getConf()
+    local = str(spark.sparkContext.master).startswith("local")
+    run.heap = conf.get("spark.driver.memory" if local else "spark.executor.memory")
     log.info(
-        "neardup %s on %s: input %s, threshold %.2f, %d bands x %d rows of %d %s permutations, verify %s",
+        "neardup %s on %s, %s: input %s, threshold %.2f, %d bands x %d rows of %d %s permutations, verify %s",
         __version__,
         spark.sparkContext.master,
+        started.heap_note
+        or f"executors' heap {conf.get('spark.executor.memory', '1g')} (spark.executor.memory)",
         args.input,
         cfg.lsh.threshold,
         cfg.bands,
@@ -143,9 +205,24 @@ def _dedup(args: argparse.Namespace) -> int:
         cfg.minhash.method,
         cfg.verify.method,
     )
-    result = run(spark, cfg, args.input, args.output)
+    if started.jvm_log is not None:
+        log.info("Spark's own log: %s (--debug shows it here)", started.jvm_log)
+    for key in started.not_applied:
+        log.warning("--conf %s was not applied: the active Spark session cannot change it", key)
+    result = pipeline.run(spark, cfg, args.input, args.output)
     print(summary(result.output, result.report))
     return EXIT_OK
+
+
+def _quiet_python_side(spark: Any) -> None:
+    """When the JVM dies, pyspark's accumulator server and py4j print tracebacks of their
+    broken sockets; the user reads one line from us instead (`--debug` keeps them)."""
+    server = getattr(spark.sparkContext, "_accumulatorServer", None)
+    if server is not None:
+        server.handle_error = lambda request, client_address: None
+    root = logging.getLogger()
+    if not root.handlers:  # py4j logs to the root logger, which would print its tracebacks
+        root.addHandler(logging.NullHandler())
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg,unused-ignore]

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from neardup.errors import UsageError
+from neardup.memory import GiB, KiB, parse_size
 
 FORMATS = ("auto", "parquet", "jsonl", "csv", "table")
 UNITS = ("word", "char")
@@ -91,6 +92,11 @@ class OutputConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class MemoryConfig:
+    batch_size: str | None = None  # e.g. "8m"; None: derived from the heap (memory.py)
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     """The resolved configuration. `bands`/`rows` are always set once built."""
 
@@ -103,6 +109,7 @@ class Config:
     components: ComponentsConfig
     survivor: SurvivorConfig
     output: OutputConfig
+    memory: MemoryConfig
     spark: Mapping[str, str]
 
     @property
@@ -114,6 +121,11 @@ class Config:
     def rows(self) -> int:
         assert self.lsh.rows is not None
         return self.lsh.rows
+
+    @property
+    def batch_bytes(self) -> int | None:
+        size = self.memory.batch_size
+        return None if size is None else parse_size(size)
 
     @property
     def verify_threshold(self) -> float:
@@ -147,6 +159,7 @@ _SECTIONS: dict[str, type] = {
     "components": ComponentsConfig,
     "survivor": SurvivorConfig,
     "output": OutputConfig,
+    "memory": MemoryConfig,
 }
 
 
@@ -277,6 +290,8 @@ def _coerce(key: str, value: Any, annotation: Any) -> Any:
             raise UsageError(f"config key {key} must be a number, not {value!r}")
         return float(value)
     if ann.startswith("str"):
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)  # a size in bytes written as a number
         if not isinstance(value, str):
             raise UsageError(f"config key {key} must be a string, not {value!r}")
         return value
@@ -338,6 +353,16 @@ def validate(cfg: Config) -> Config:
         raise UsageError("config key components.max_iterations must be at least 1")
     if cfg.survivor.policy == "quality" and not cfg.survivor.column:
         raise UsageError("config key survivor.column is required when survivor.policy is quality")
+    if cfg.memory.batch_size is not None:
+        try:
+            size = parse_size(cfg.memory.batch_size)
+        except ValueError:
+            raise UsageError(
+                f"config key memory.batch_size must be a size such as 8m or 1048576, "
+                f"not {cfg.memory.batch_size!r}"
+            ) from None
+        if not 64 * KiB <= size <= GiB:
+            raise UsageError(f"config key memory.batch_size must be in 64k..1g, not {cfg.memory.batch_size}")
     if cfg.survivor.column in (cfg.input.text_col,):
         raise UsageError("config key survivor.column must not be the text column")
     return cfg

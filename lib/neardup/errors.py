@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 
 class NeardupError(Exception):
     """Base class: an expected failure, reported as `neardup: error: <message>`."""
@@ -25,3 +27,24 @@ class InvariantError(NeardupError):
     """The job's own end-of-run checks failed; nothing was published (exit 1)."""
 
     exit_code = 1
+
+
+_STAGE_ATTR = "neardup_stage"
+
+
+def tag_stage(e: BaseException, stage: str) -> None:
+    """Remember the stage an exception came from (the innermost one wins)."""
+    if getattr(e, _STAGE_ATTR, None) is None:
+        with contextlib.suppress(AttributeError, TypeError):  # a type without a __dict__
+            setattr(e, _STAGE_ATTR, stage)
+
+
+def stage_of(e: BaseException) -> str | None:
+    """The stage an exception (or the one it was raised while handling) came from."""
+    seen: BaseException | None = e
+    while seen is not None:
+        stage = getattr(seen, _STAGE_ATTR, None)
+        if stage is not None:
+            return str(stage)
+        seen = seen.__cause__ or seen.__context__
+    return None

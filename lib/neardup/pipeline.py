@@ -12,6 +12,7 @@ pass; `_SUCCESS` is written last. A crash at any point leaves the previous outpu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -33,8 +34,18 @@ from neardup.exact import group_exact
 from neardup.fs import FileSystem
 from neardup.invariants import check_outputs
 from neardup.lsh import candidate_edges
-from neardup.read import CORRUPT, check_columns, check_rows, documents, read_input
+from neardup.memory import BatchSizes, human, slot_share
+from neardup.read import CORRUPT, RowCheck, check_columns, check_rows, documents, read_input
+from neardup.session import heap_and_slots
 from neardup.sign import SignParams, sign_documents
+from neardup.sizing import (
+    InputProfile,
+    batch_settings,
+    measured_profile,
+    parquet_profile,
+    plan_batches,
+    writer_options,
+)
 from neardup.stagelog import StageLog
 from neardup.survivors import select_survivors
 from neardup.verify import verify_pairs
@@ -99,9 +110,11 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
     fs.mkdirs(paths.work)
     spark.sparkContext.setCheckpointDir(f"{paths.work}/checkpoints")
     work = WorkDir(spark, fs, paths.work)
-    stages = StageLog()
+    # Each stage's Spark jobs carry its name (Spark UI, event log, the memory benchmark).
+    stages = StageLog(lambda name: spark.sparkContext.setJobDescription(f"neardup: {name}"))
     params = SignParams.from_config(cfg)
     cached: list[DataFrame] = []
+    settings = contextlib.ExitStack()
 
     def keep(df: DataFrame) -> DataFrame:
         cached.append(df.persist(StorageLevel.MEMORY_AND_DISK))
@@ -111,12 +124,18 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
         with stages.stage("read") as n:
             inp = read_input(spark, input_path, cfg)
             check_columns(inp, cfg)
-            n["input"] = n_input = check_rows(inp, cfg)
+            is_parquet = inp.format == "parquet"
+            row_check = check_rows(inp, cfg, measure_text=not is_parquet)
+            n["input"] = n_input = row_check.rows
+            files = sorted(inp.df.inputFiles()) if inp.format != "table" else []
+            batches = _size_batches(spark, cfg, inp.format, files, row_check)
+            settings.enter_context(batch_settings(spark, batches, cfg.spark))
+            work.writer_options = writer_options(batches, None)
             source = inp.df.drop(CORRUPT) if CORRUPT in inp.df.columns else inp.df
             keep_sigs = cfg.verify.method == "signature"
             sign_fp = fingerprint(
                 {
-                    "input": input_fingerprint(spark, inp.df),
+                    "input": input_fingerprint(spark, files),
                     "table": input_path if inp.format == "table" else None,
                     "columns": [cfg.input.id_col, cfg.input.text_col],
                     "sign": asdict(params),
@@ -198,7 +217,8 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
             n_kept = int(sizes["kept"] or 0)
 
         with stages.stage("write"):
-            _write_outputs(source, cfg, assigned, rejected, n_rejected, n_input - n_kept, paths)
+            options = writer_options(batches, cfg.input.text_col)
+            _write_outputs(source, cfg, assigned, rejected, n_rejected, n_input - n_kept, paths, options)
 
         with stages.stage("check") as n:
             checked = check_outputs(
@@ -209,10 +229,14 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
             )
             n.update(checked)
     finally:
+        settings.close()
         for df in cached:
-            df.unpersist()
+            # After a JVM death this fails too; the original error is the one to report.
+            with contextlib.suppress(Exception):
+                df.unpersist()
 
     report = _report(cfg, input_path, paths.output, stages, started)
+    report["memory"] = asdict(batches)
     report["resumed_stages"] = work.resumed
     _publish(fs, paths, report)
     return Result(paths.output, report)
@@ -226,8 +250,10 @@ def _write_outputs(
     n_rejected: int,
     n_dropped: int,
     paths: Paths,
+    block: dict[str, str],
 ) -> None:
-    """clusters/ (sorted by id), kept/ and rejected/ (input columns unchanged) under staging."""
+    """clusters/ (sorted by id), kept/ and rejected/ (input columns unchanged) under staging,
+    with the writer options `block` that bound the Parquet writer's memory."""
     id_type = next(f.dataType for f in source.schema.fields if f.name == cfg.input.id_col)
     clusters = assigned.select(
         F.col(C.DOC_ID).alias(C.ID),
@@ -244,7 +270,7 @@ def _write_outputs(
             F.col(C.REASON),
         )
     )
-    clusters.orderBy(C.ID).write.mode("overwrite").parquet(paths.staged("clusters"))
+    clusters.orderBy(C.ID).write.mode("overwrite").options(**block).parquet(paths.staged("clusters"))
 
     id_col = cfg.input.id_col
     # kept/ = input minus removed minus rejected: when those ids are few enough to broadcast
@@ -257,7 +283,7 @@ def _write_outputs(
     if n_dropped <= _BROADCAST_ROWS:
         dropped = F.broadcast(dropped)
     kept = source.join(dropped, F.col(id_col) == F.col("_drop_id"), "left_anti")
-    kept.write.mode("overwrite").parquet(paths.staged("kept"))
+    kept.write.mode("overwrite").options(**block).parquet(paths.staged("kept"))
 
     # The user's own `reason` column, if any, stays as it is; ours takes another name.
     reason_name = "neardup_reason" if C.REASON in source.columns else C.REASON
@@ -265,7 +291,38 @@ def _write_outputs(
     if n_rejected <= _BROADCAST_ROWS:
         reasons = F.broadcast(reasons)
     bad = source.join(reasons, F.col(id_col) == F.col("_rej_id")).drop("_rej_id")
-    bad.write.mode("overwrite").parquet(paths.staged("rejected"))
+    bad.write.mode("overwrite").options(**block).parquet(paths.staged("rejected"))
+
+
+def _size_batches(
+    spark: SparkSession, cfg: Config, fmt: str, files: list[str], checked: RowCheck
+) -> BatchSizes:
+    """Batch sizes from the input's bytes per row and the heap; logs both."""
+    profile: InputProfile | None
+    if fmt == "parquet":
+        profile = parquet_profile(spark, files, cfg.input.text_col)
+    else:
+        profile = measured_profile(checked.rows, checked.text_bytes or 0, checked.largest_text or 0)
+    sizes = plan_batches(spark, profile, cfg.batch_bytes)
+    heap, slots, where = heap_and_slots(spark)
+    log.info(
+        "memory: %s heap %s for %d task slot(s); %s; %s",
+        where,
+        human(heap),
+        slots,
+        profile.describe() if profile else "input sizes unknown",
+        sizes.describe(),
+    )
+    share = slot_share(heap, slots)
+    if profile is not None and profile.largest_chunk and profile.largest_chunk > share // 2:
+        log.warning(
+            "the input's largest Parquet row group holds %s of compressed text, which the reader "
+            "keeps in memory whole, against %s of heap per task slot: if the run fails for memory, "
+            "give it more or rewrite the input with smaller row groups",
+            human(profile.largest_chunk),
+            human(share),
+        )
+    return sizes
 
 
 def _report(cfg: Config, input_path: str, output: str, stages: StageLog, started: float) -> dict[str, Any]:

@@ -137,11 +137,22 @@ def check_columns(inp: Input, cfg: Config) -> None:
         )
 
 
-def check_rows(inp: Input, cfg: Config) -> int:
-    """One Spark job over the ids: no malformed lines, no null or repeated id. Returns the row count.
+@dataclass(frozen=True)
+class RowCheck:
+    """What `check_rows` learnt: the row count and, when it read the text, its bytes."""
+
+    rows: int
+    text_bytes: int | None = None  # UTF-8 bytes of all texts
+    largest_text: int | None = None  # UTF-8 bytes of the longest text
+
+
+def check_rows(inp: Input, cfg: Config, measure_text: bool = False) -> RowCheck:
+    """One Spark job over the ids: no malformed lines, no null or repeated id.
 
     Shuffles the id column once (group by id). Every failure is an InputDataError
-    naming how many rows are at fault and two examples.
+    naming how many rows are at fault and two examples. With `measure_text` the same
+    job also sums and maxes the texts' byte lengths (for JSON Lines and CSV, whose
+    parser reads every text anyway; Parquet's sizes come from its metadata instead).
     """
     df, id_col = inp.df, cfg.input.id_col
     if CORRUPT in df.columns:
@@ -158,15 +169,21 @@ def check_rows(inp: Input, cfg: Config) -> int:
             raise InputDataError(f"input {inp.path}: {n} malformed JSON line(s), e.g. {eg}")
     # Shuffled by id before counting: ids are (nearly) all distinct, so a map-side partial
     # count would only add a column to every shuffled row (2x faster on 1M ids).
-    ids = df.select(F.col(id_col).alias(C.ID))
-    per_id = ids.repartition(C.ID).groupBy(C.ID).agg(F.count(F.lit(1)).alias("n"))
+    cols = [F.col(id_col).alias(C.ID)]
+    if measure_text:
+        cols.append(F.coalesce(F.octet_length(cfg.input.text_col), F.lit(0)).alias("_bytes"))
+    ids = df.select(*cols)
+    sums = [F.sum("_bytes").alias("_bytes"), F.max("_bytes").alias("_max")] if measure_text else []
+    per_id = ids.repartition(C.ID).groupBy(C.ID).agg(F.count(F.lit(1)).alias("n"), *sums)
     is_bad = (F.col("n") > 1) | F.col(C.ID).isNull()
     # One job for the common case: the row count and whether anything is wrong.
+    more = [F.sum("_bytes").alias("text_bytes"), F.max("_max").alias("largest")] if measure_text else []
     totals = per_id.agg(
         F.sum("n").alias("rows"),
         F.sum(F.when(F.col(C.ID).isNull(), F.col("n")).otherwise(0)).alias("null_rows"),
         F.sum(F.when(F.col("n") > 1, 1).otherwise(0)).alias("repeated_ids"),
         F.sum(F.when(F.col("n") > 1, F.col("n")).otherwise(0)).alias("repeated_rows"),
+        *more,
     ).first()
     assert totals is not None
     if totals["null_rows"]:
@@ -183,7 +200,9 @@ def check_rows(inp: Input, cfg: Config) -> int:
             f"input {inp.path}: {totals['repeated_ids']} id(s) in column {id_col!r} are repeated "
             f"({totals['repeated_rows']} rows), e.g. {eg}"
         )
-    return int(totals["rows"] or 0)
+    if not measure_text:
+        return RowCheck(int(totals["rows"] or 0))
+    return RowCheck(int(totals["rows"] or 0), int(totals["text_bytes"] or 0), int(totals["largest"] or 0))
 
 
 def _where(file: str, line: str) -> str:

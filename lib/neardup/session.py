@@ -1,61 +1,216 @@
-"""The one place a SparkSession is made (or reused, under Databricks and tests)."""
+"""The one place a SparkSession is made (or reused, under Databricks and tests).
+
+A JVM this module launches (local mode, or a client-mode driver started by
+`neardup` itself) gets a heap sized for the machine unless the user chose one, and,
+unless `--debug`, writes its own output (Spark's log, the Python workers' stderr, the
+JVM's fatal-error lines) to a log file instead of the terminal. The process handle is
+kept, so when the JVM dies the command line can say how (`jvmexit.py`).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import tempfile
 from collections.abc import Mapping
-from importlib import resources
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
+
+from neardup.memory import format_size, human, local_heap, machine_memory, parse_size
+
+log = logging.getLogger("neardup")
 
 # Settings neardup relies on; a user's --conf still wins.
 _DEFAULTS = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    # Signatures arrive as Arrow batches; smaller batches keep Python workers' memory flat
-    # on long documents without costing throughput on short ones.
+    # Rows per Arrow batch until the run sizes batches from its input (memory.py).
     "spark.sql.execution.arrow.maxRecordsPerBatch": "2048",
     "spark.ui.showConsoleProgress": "false",
+    # Spark sizes its memory pages from the heap (up to 64 MiB), and a broadcast hash
+    # relation holds at least one page however few rows it has: 35 MiB per broadcast join
+    # at a 1 GiB heap, 68 MiB at 4 GiB, for as long as a cached frame's plan refers to it.
+    # With 2 MiB pages a broadcast of a few thousand ids costs ~4 MiB; larger records
+    # still get a page of their own size.
+    "spark.buffer.pageSize": "2m",
 }
+DRIVER_MEMORY = "spark.driver.memory"
+
+
+@dataclass
+class Started:
+    """A session and what the first log line says about it."""
+
+    spark: SparkSession
+    reused: bool
+    heap_note: str  # e.g. "JVM heap 12g (half of this machine's 24 GB)"
+    jvm_log: Path | None = None  # where a JVM launched here writes its own output
+    not_applied: list[str] = field(default_factory=list)  # --conf keys a live session refused
 
 
 def get_spark(
     master: str | None, conf: Mapping[str, str], app_name: str = "neardup", quiet_jvm: bool = False
 ) -> SparkSession:
+    """Reuse the active session if there is one, else build one (see `start`)."""
+    return start(master, conf, app_name, quiet_jvm).spark
+
+
+def start(
+    master: str | None, conf: Mapping[str, str], app_name: str = "neardup", quiet_jvm: bool = False
+) -> Started:
     """Reuse the active session if there is one (Databricks, notebooks, tests), else build one.
 
-    With no master and no `spark.master` anywhere, local mode with every core.
-    `quiet_jvm` points a JVM this call launches at neardup's log4j2 settings (errors only).
+    With no master and no `spark.master` anywhere, local mode with every core. In local
+    mode without a user's `spark.driver.memory` the heap is half of the machine's memory.
+    `quiet_jvm` sends the output of a JVM launched here to a log file (named in errors).
     """
     active = SparkSession.getActiveSession()
     if active is not None:
+        refused = []
         for k, v in conf.items():
-            with contextlib.suppress(Exception):  # static settings cannot change on a live session
+            try:
                 active.conf.set(k, v)
-        return active
-    builder = SparkSession.builder.appName(app_name)
+            except Exception:  # static settings cannot change on a live session
+                refused.append(k)
+        return Started(active, True, "the active session's JVM", not_applied=refused)
     settings = dict(_DEFAULTS)
     if not master and "spark.master" not in conf and "MASTER" not in os.environ and not _submitted():
         master = "local[*]"
     java_options = []
-    if master and master.startswith("local"):
+    heap_note = ""
+    local = bool(master and master.startswith("local"))
+    if local:
         # 200 shuffle partitions (Spark's default, sized for clusters) make a small local
         # run several times slower; a few per core keep both cores busy.
         settings["spark.sql.shuffle.partitions"] = str(max(8, 4 * (os.cpu_count() or 2)))
         # The JVM launched here runs every task: the throughput collector costs 6 % less
         # CPU than the default G1 on the 1M-document benchmark (it holds more heap).
         java_options.append("-XX:+UseParallelGC")
+        # Parallel GC gives the young generation a third of the heap by default, and an
+        # array too large for the young generation's free space must fit in the old one:
+        # with long documents the old generation ran out while a third of the heap sat in
+        # the young one (1g failed on the heavy-tailed corpus; with a fifth it passes).
+        java_options.append("-XX:NewRatio=4")
+        # Any OutOfMemoryError ends the JVM at once (Spark already does so for one in a
+        # task; one in another thread would otherwise leave a driver that hangs).
+        java_options.append("-XX:+ExitOnOutOfMemoryError")
+    if local and not _submitted():
+        heap_note = _size_local_heap(conf, settings)
+    elif _submitted():
+        heap_note = "JVM heap as spark-submit set it"
+    builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    log_conf = resources.files("neardup").joinpath("conf/log4j2.properties")
-    if quiet_jvm and not _submitted() and isinstance(log_conf, Path) and log_conf.is_file():
-        java_options.append(f"-Dlog4j2.configurationFile={log_conf.as_uri()}")
+        settings["spark.master"] = master
     if java_options and not _submitted():
-        settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
-    for k, v in {**settings, **conf}.items():
+        user = conf.get("spark.driver.extraJavaOptions", "")
+        settings["spark.driver.extraJavaOptions"] = " ".join([*java_options, user]).strip()
+    merged = {**settings, **{k: v for k, v in conf.items() if k != "spark.driver.extraJavaOptions"}}
+    settings = merged
+    jvm_log = None
+    if not _submitted() and SparkContext._gateway is None:
+        jvm_log = _launch_jvm(settings, app_name, quiet_jvm)
+    for k, v in settings.items():
         builder = builder.config(k, v)
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    return Started(spark, False, heap_note, jvm_log)
+
+
+def _size_local_heap(conf: Mapping[str, str], settings: dict[str, str]) -> str:
+    """Choose the local JVM's heap unless the user did; returns the note for the first log line."""
+    if DRIVER_MEMORY in conf:
+        return f"JVM heap {conf[DRIVER_MEMORY]} (spark.driver.memory)"
+    if os.environ.get("SPARK_DRIVER_MEMORY"):
+        return f"JVM heap {os.environ['SPARK_DRIVER_MEMORY']} (SPARK_DRIVER_MEMORY)"
+    chosen = _spark_defaults().get(DRIVER_MEMORY)
+    if chosen:
+        return f"JVM heap {chosen} (spark-defaults.conf)"
+    machine = machine_memory()
+    if machine is None:
+        return "JVM heap 1g (Spark's default: this machine's memory is unknown)"
+    heap = local_heap(machine)
+    settings[DRIVER_MEMORY] = format_size(heap)
+    return f"JVM heap {format_size(heap)} (half of this machine's {human(machine)})"
+
+
+def _spark_defaults() -> dict[str, str]:
+    """spark-defaults.conf where spark-submit would read it."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    if not conf_dir and os.environ.get("SPARK_HOME"):
+        conf_dir = os.path.join(os.environ["SPARK_HOME"], "conf")
+    if not conf_dir:
+        return {}
+    path = Path(conf_dir) / "spark-defaults.conf"
+    out: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        for line in path.read_text().splitlines():
+            parts = line.strip().split(None, 1)
+            if len(parts) == 2 and not parts[0].startswith("#"):
+                out[parts[0]] = parts[1].strip()
+    return out
+
+
+def _launch_jvm(settings: Mapping[str, str], app_name: str, quiet: bool) -> Path | None:
+    """Start the JVM ourselves (as pyspark would) so its process handle is ours to watch,
+    and, when quiet, its output goes to a log file."""
+    from pyspark.java_gateway import launch_gateway
+
+    conf = SparkConf(loadDefaults=False)
+    conf.setAll([*settings.items(), ("spark.app.name", app_name)])
+    popen: dict[str, Any] = {}
+    path = None
+    fd = None
+    if quiet:
+        fd, name = tempfile.mkstemp(prefix="neardup-spark-", suffix=".log")
+        path = Path(name)
+        popen = {"stdout": fd, "stderr": fd}
+    try:
+        gateway = launch_gateway(conf, popen_kwargs=popen)  # it adds its own keys to popen
+    finally:
+        if fd is not None:
+            os.close(fd)
+    SparkContext._gateway = gateway
+    SparkContext._jvm = gateway.jvm
+    return path
+
+
+def jvm_process() -> Any:
+    """The Popen of a JVM this process launched, or None (spark-submit launched us)."""
+    gateway = SparkContext._gateway
+    return getattr(gateway, "proc", None) if gateway is not None else None
+
+
+def heap_and_slots(spark: SparkSession) -> tuple[int, int, str]:
+    """(heap bytes one task runs in, concurrent tasks sharing it, 'driver' | 'executor')."""
+    sc = spark.sparkContext
+    master = sc.master or "local[*]"
+    if master.startswith("local"):
+        runtime: Any = spark._jvm.java.lang.Runtime.getRuntime()  # type: ignore[union-attr]
+        return int(runtime.maxMemory()), _local_slots(master), "driver"
+    conf = sc.getConf()
+    heap = parse_size(conf.get("spark.executor.memory", "1g") or "1g", "m")
+    cores = conf.get("spark.executor.cores")
+    if cores:
+        return heap, max(1, int(cores)), "executor"
+    # Standalone gives an executor every core of its worker unless told otherwise.
+    jsc: Any = sc._jsc
+    executors = max(1, len(jsc.sc().statusTracker().getExecutorInfos()) - 1)
+    return heap, max(1, sc.defaultParallelism // executors), "executor"
+
+
+def _local_slots(master: str) -> int:
+    inside = master[len("local") :].strip("[]")
+    first = inside.split(",")[0] if inside else "1"
+    if first == "*":
+        return os.cpu_count() or 1
+    try:
+        return max(1, int(first))
+    except ValueError:
+        return os.cpu_count() or 1
 
 
 def _submitted() -> bool:

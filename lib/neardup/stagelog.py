@@ -6,9 +6,11 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from neardup.errors import tag_stage
 
 log = logging.getLogger("neardup")
 
@@ -18,16 +20,23 @@ FAULT_EXIT_CODE = 86
 
 
 class StageLog:
-    def __init__(self) -> None:
+    def __init__(self, on_start: Callable[[str], None] | None = None) -> None:
         self.seconds: dict[str, float] = {}
         self.counts: dict[str, Any] = {}
+        self._on_start = on_start  # e.g. names the stage's Spark jobs in the UI and event log
 
     @contextmanager
     def stage(self, name: str) -> Iterator[dict[str, Any]]:
         """Time a block; counts put in the yielded dict are logged and reported."""
         found: dict[str, Any] = {}
+        if self._on_start is not None:
+            self._on_start(name)
         start = time.perf_counter()
-        yield found
+        try:
+            yield found
+        except BaseException as e:
+            tag_stage(e, name)  # the error message names the stage that failed
+            raise
         secs = time.perf_counter() - start
         self.seconds[name] = round(secs, 3)
         self.counts.update(found)

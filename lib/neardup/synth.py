@@ -702,3 +702,70 @@ def write_parquet(data: pa.Table | Iterable[pa.RecordBatch], path: str | Path) -
     with pq.ParquetWriter(str(path), SCHEMA) as writer:
         for batch in _batches(data):
             writer.write_batch(batch)
+
+
+# --------------------------------------------------------------------------- heavy tails
+
+
+def heavy_tailed_specs(body_docs: int, seed: int = 0) -> list[CorpusSpec]:
+    """Specs of a corpus with the document lengths of real text, for memory tests.
+
+    Three parts with disjoint id ranges (the ids of all parts stay unique):
+    `body_docs` documents with a median of 10 KB (lognormal, sigma 1, up to 900 KB),
+    1 % as many of 1 to 5 MB, and one of 50 MB. Each part has planted clusters
+    (the 50 MB document is alone). With 22,000 body documents the whole is about 1 GB.
+    """
+    return [
+        CorpusSpec(
+            num_docs=body_docs,
+            seed=seed,
+            mean_chars=16_500,  # median = mean / e^(sigma^2 / 2) ~ 10 KB
+            length_sigma=1.0,
+            min_chars=200,
+            max_chars=900_000,
+            id_offset=10_000_000_000,
+        ),
+        CorpusSpec(
+            num_docs=max(1, body_docs // 99),
+            seed=seed + 1,
+            mean_chars=2_700_000,
+            length_sigma=0.45,
+            min_chars=1_000_000,
+            max_chars=5_000_000,
+            max_cluster_size=3,
+            id_offset=20_000_000_000,
+        ),
+        CorpusSpec(
+            num_docs=1,
+            seed=seed + 2,
+            mean_chars=50_000_000,
+            length_sigma=0.0,
+            min_chars=50_000_000,
+            max_chars=50_000_000,
+            dup_fraction=0.0,
+            id_offset=30_000_000_000,
+        ),
+    ]
+
+
+def write_parquet_bounded(
+    specs: Iterable[CorpusSpec], path: str | Path, row_group_bytes: int = 64 << 20
+) -> tuple[int, int]:
+    """Write the corpora of `specs` to one Parquet file the way writers bounded in bytes
+    (Spark's among them) lay it out: row groups of at most about `row_group_bytes` of text,
+    and no dictionary for the text column. Returns (documents, bytes of text)."""
+    docs = total = 0
+    others = [f.name for f in SCHEMA if f.name != "text"]
+    with pq.ParquetWriter(str(path), SCHEMA, use_dictionary=others) as writer:
+        for spec in specs:
+            for batch in iter_batches(spec):
+                lengths = np.asarray(pc.binary_length(batch.column("text")), dtype=np.int64)
+                # Cut the batch where its running text size crosses each multiple of the bound.
+                group = np.cumsum(lengths) // row_group_bytes
+                cuts = np.flatnonzero(np.diff(group)) + 1
+                for start, end in zip(np.r_[0, cuts], np.r_[cuts, len(batch)], strict=True):
+                    if end > start:
+                        writer.write_batch(batch.slice(int(start), int(end - start)))
+                docs += len(batch)
+                total += int(lengths.sum())
+    return docs, total

@@ -29,9 +29,9 @@ def fingerprint(params: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def input_fingerprint(spark: SparkSession, df: DataFrame) -> list[tuple[str, int, int]]:
-    """(file, size, modification time) of every file the input frame reads, sorted."""
-    files = sorted(df.inputFiles())
+def input_fingerprint(spark: SparkSession, files: list[str]) -> list[tuple[str, int, int]]:
+    """(file, size, modification time) of every file the input reads, sorted."""
+    files = sorted(files)
     if not files:
         return []
     fs = FileSystem.for_path(spark, files[0])
@@ -44,6 +44,7 @@ class WorkDir:
         self._fs = fs
         self.root = root
         self.resumed: list[str] = []
+        self.writer_options: dict[str, str] = {}  # bound the Parquet writer's memory
 
     def materialize(self, stage: str, fp: str, build: Callable[[], DataFrame]) -> DataFrame:
         """The stage's result read back from disk: reused when finished with the same
@@ -57,6 +58,7 @@ class WorkDir:
                 if name.startswith(f"{stage}-"):
                     self._fs.delete(f"{self.root}/{name}")
             # Uncompressed: signatures, hashes and band keys are random bits that no codec shrinks.
-            build().write.mode("overwrite").option("compression", "uncompressed").parquet(path)
+            writer = build().write.mode("overwrite").options(**self.writer_options)
+            writer.option("compression", "uncompressed").parquet(path)
         # Read back from files: later stages never see a recomputed result.
         return self._spark.read.parquet(path)

@@ -4,6 +4,7 @@ driven through ./spark-submit.sh, must give the same clusters as local mode."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pyspark
 import pytest
+from heavy import HeavyCorpus, check_clusters
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "sample" / "corpus.jsonl.gz"
@@ -111,38 +113,44 @@ def _clusters(path: Path) -> list[tuple[object, object, str]]:
     return sorted((r["id"], r["cluster_id"], r["status"]) for r in t)
 
 
-def test_standalone_cluster_matches_local(cluster: str, tmp_path: Path) -> None:
-    env = {
+def _env() -> dict[str, str]:
+    return {
         **os.environ,
         "PYSPARK_PYTHON": sys.executable,
         "SPARK_HOME": str(SPARK_HOME),
         "PYTHON": sys.executable,
     }
-    out = tmp_path / "cluster-out"
-    proc = subprocess.run(
+
+
+def submit(
+    cluster: str, executor_memory: str, *dedup_args: str, timeout: int = 1500
+) -> subprocess.CompletedProcess[str]:
+    """./spark-submit.sh against `cluster` with executors of `executor_memory`."""
+    return subprocess.run(
         [
             str(ROOT / "spark-submit.sh"),
             "--master",
             cluster,
             "--conf",
-            "spark.executor.memory=1g",
+            f"spark.executor.memory={executor_memory}",
             "--conf",
             f"spark.pyspark.python={sys.executable}",
             "--",
             "dedup",
-            "--input",
-            str(SAMPLE),
-            "--output",
-            str(out),
-            "--set",
-            "minhash.method=oph",
+            *dedup_args,
         ],
         capture_output=True,
         text=True,
-        timeout=900,
-        env=env,
+        timeout=timeout,
+        env=_env(),
         cwd=ROOT,
     )
+
+
+def test_standalone_cluster_matches_local(cluster: str, tmp_path: Path) -> None:
+    env = _env()
+    out = tmp_path / "cluster-out"
+    proc = submit(cluster, "1g", "--input", str(SAMPLE), "--output", str(out), "--set", "minhash.method=oph")
     assert proc.returncode == 0, proc.stderr[-4000:]
     # PythonRunner merges the driver's stderr into stdout under spark-submit.
     assert "stage check" in proc.stdout + proc.stderr
@@ -173,3 +181,33 @@ def test_standalone_cluster_matches_local(cluster: str, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert _clusters(out) == _clusters(local)
     assert (out / "_SUCCESS").exists()
+
+
+def test_heavy_tailed_corpus_on_executors_of_1g(
+    cluster: str, heavy_corpus: HeavyCorpus, tmp_path: Path
+) -> None:
+    """The ~1 GB heavy-tailed corpus (one document of 50 MB) through executors of 1 GB."""
+    out = tmp_path / "out"
+    proc = submit(cluster, "1g", "--input", str(heavy_corpus.path), "--output", str(out))
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    check_clusters(out, heavy_corpus)
+
+
+def test_executors_out_of_memory_name_the_stage_and_the_setting(cluster: str, tmp_path: Path) -> None:
+    """Executors too small for the documents: after Spark's retries, one line that names the
+    stage and spark.executor.memory, exit code 1."""
+    from test_memory import long_documents_jsonl
+
+    corpus = tmp_path / "long.jsonl"
+    long_documents_jsonl(corpus, docs=2, words_each=25_000_000)  # ~150 MB each
+    proc = submit(cluster, "512m", "--input", str(corpus), "--output", str(tmp_path / "out"), timeout=900)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, output[-4000:]
+    errors = [line for line in output.splitlines() if line.startswith("neardup: error:")]
+    assert len(errors) == 1, output[-4000:]
+    assert re.match(
+        r"neardup: error: Spark executors (ran out of memory|were lost)( \([^)]+\))? in stage \w+ .*"
+        r"--conf spark\.executor\.memory=\d+g",
+        errors[0],
+    ), errors[0]
+    assert not (tmp_path / "out").exists()
