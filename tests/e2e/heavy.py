@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,3 +73,12 @@ def check_clusters(out: Path, corpus: HeavyCorpus) -> None:
     assert not wrong, f"{len(wrong)} documents under 1 MB in the wrong cluster, e.g. {wrong[:5]}"
     large_ids = set(corpus.ids.tolist()) - set(small.tolist())
     assert not {got[i] for i in small.tolist()} & large_ids
+
+
+def long_documents_jsonl(path: Path, docs: int, words_each: int) -> None:
+    rng = np.random.default_rng(5)
+    vocab = np.array([f"w{i:05d}" for i in range(20_000)])
+    with path.open("w") as f:
+        for d in range(docs):
+            text = " ".join(vocab[rng.integers(0, len(vocab), words_each)].tolist())
+            f.write(json.dumps({"id": d, "text": text}) + "\n")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pyspark
 import pytest
-from heavy import HeavyCorpus, check_clusters
+from heavy import HeavyCorpus, check_clusters, long_documents_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "sample" / "corpus.jsonl.gz"
@@ -196,8 +196,6 @@ def test_heavy_tailed_corpus_on_executors_of_1g(
 def test_executors_out_of_memory_name_the_stage_and_the_setting(cluster: str, tmp_path: Path) -> None:
     """Executors too small for the documents: after Spark's retries, one line that names the
     stage and spark.executor.memory, exit code 1."""
-    from test_memory import long_documents_jsonl
-
     corpus = tmp_path / "long.jsonl"
     long_documents_jsonl(corpus, docs=2, words_each=25_000_000)  # ~150 MB each
     proc = submit(cluster, "512m", "--input", str(corpus), "--output", str(tmp_path / "out"), timeout=900)

@@ -7,9 +7,8 @@ import json
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
-from heavy import HeavyCorpus, check_clusters
+from heavy import HeavyCorpus, check_clusters, long_documents_jsonl
 from test_cli import neardup
 
 pytestmark = pytest.mark.slow
@@ -38,15 +37,6 @@ def test_heavy_tailed_corpus_in_a_1g_heap(heavy_corpus: HeavyCorpus, tmp_path: P
     assert report["counts"]["input"] == len(heavy_corpus.ids)
 
     check_clusters(out, heavy_corpus)
-
-
-def long_documents_jsonl(path: Path, docs: int, words_each: int) -> None:
-    rng = np.random.default_rng(5)
-    vocab = np.array([f"w{i:05d}" for i in range(20_000)])
-    with path.open("w") as f:
-        for d in range(docs):
-            text = " ".join(vocab[rng.integers(0, len(vocab), words_each)].tolist())
-            f.write(json.dumps({"id": d, "text": text}) + "\n")
 
 
 def test_an_exhausted_heap_is_one_line_naming_the_stage_and_the_setting(tmp_path: Path) -> None:
