@@ -23,6 +23,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -86,7 +87,13 @@ def stage_peaks(event_log: Path) -> dict[str, dict[str, int]]:
     stage_of: dict[int, str] = {}
     peaks: dict[str, dict[str, int]] = defaultdict(dict)
     pending: list[dict[str, Any]] = []
-    for line in event_log.read_text().splitlines():
+    # Spark 4 writes a directory of rolled files (eventlog_v2_*/events_<n>_*), Spark 3 one file.
+    files = (
+        sorted(event_log.glob("events_*"), key=lambda f: int(f.name.split("_")[1]))
+        if event_log.is_dir()
+        else [event_log]
+    )
+    for line in (line for f in files for line in f.read_text().splitlines()):
         event = json.loads(line)
         kind = event.get("Event")
         if kind == "SparkListenerJobStart":
@@ -111,12 +118,13 @@ def profile(args: argparse.Namespace) -> str:
     print(f"corpus {corpus} ({human(corpus.stat().st_size)} on disk) in {time.perf_counter() - t0:.1f} s")
     logs = Path(args.cache) / "eventlog"
     logs.mkdir(parents=True, exist_ok=True)
-    for old in logs.iterdir():
-        old.unlink()
+    shutil.rmtree(logs)
+    logs.mkdir()
     extra = [
         "--conf", "spark.eventLog.enabled=true",
         "--conf", f"spark.eventLog.dir={logs}",
         "--conf", "spark.eventLog.logStageExecutorMetrics=true",
+        "--conf", "spark.eventLog.compress=false",
         "--conf", "spark.executor.processTreeMetrics.enabled=true",
         "--conf", "spark.executor.metrics.pollingInterval=100ms",
         "--conf", "spark.executor.heartbeatInterval=1s",
