@@ -4,7 +4,7 @@
     .venv/bin/python bench/e2e.py --docs 100000 [--tools neardup,rensa,datasketch,datatrove,mllib]
                                   [--out bench/results/latest.md]
 
-1. Generates a deterministic corpus with planted near-duplicate clusters (neardup.synth,
+1. Generates a deterministic corpus with planted near-duplicate clusters (neardup_testkit.synth,
    ~2 KB lognormal documents, Zipfian vocabulary, planted Jaccard 0.3..1.0) under
    --cache (default /tmp/neardup-bench), reused by later runs with the same spec.
 2. Computes the exact ground truth: pairs with word-5-gram Jaccard >= the threshold
@@ -45,10 +45,10 @@ from typing import Any
 import numpy as np
 import psutil
 import pyarrow.parquet as pq
-from e2e_truth import Corpus, Truth, ensure_corpus, ground_truth, labels_from_ids, score
 
+from e2e_truth import Corpus, Truth, ensure_corpus, ground_truth, labels_from_ids, score
 from neardup import config as neardup_config
-from neardup.synth import CorpusSpec
+from neardup_testkit.synth import CorpusSpec
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -390,7 +390,7 @@ def render(
         "",
         "## Definitions",
         "",
-        f"- Corpus: `neardup.synth.CorpusSpec(num_docs={spec.num_docs}, seed={spec.seed}, "
+        f"- Corpus: `neardup_testkit.synth.CorpusSpec(num_docs={spec.num_docs}, seed={spec.seed}, "
         f"mean_chars={spec.mean_chars})`, other fields default (30 % of documents in planted clusters "
         f"of 2-{spec.max_cluster_size}, edited copies at Jaccard "
         f"{spec.jaccard_range[0]}..{spec.jaccard_range[1]}).",

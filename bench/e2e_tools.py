@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
+
 from e2e_truth import NGRAM, components
 
 SEED = 1

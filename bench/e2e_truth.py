@@ -27,8 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from neardup import synth
-from neardup.synth import CorpusSpec
+from neardup_testkit import synth
+from neardup_testkit.synth import CorpusSpec
 
 NGRAM = 5
 # Documents per ground-truth chunk: bounds memory at a few GB for 1M-document corpora

@@ -4,7 +4,7 @@
     .venv/bin/python jobs/benchmark.py memory [--driver-memory 1g]          # profile
     .venv/bin/python jobs/benchmark.py memory --sweep [--largest 1,10,50]   # smallest heap
 
-Profile: runs neardup in local[2] on the heavy-tailed corpus (neardup.synth.heavy_tailed_specs:
+Profile: runs neardup in local[2] on the heavy-tailed corpus (neardup_testkit.synth.heavy_tailed_specs:
 median 10 KB, 1 % of 1-5 MB, one of 50 MB, ~1 GB), with Spark's event log and its stage
 executor metrics on, and prints per neardup stage the peaks Spark recorded: JVM heap in use
 (garbage included: what the collector let accumulate, not what the stage needed), execution
@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from neardup import synth
-from neardup.memory import MiB, human
+from neardup.runtime.memory import MiB, human
+from neardup_testkit import synth
 
 BENCH = Path(__file__).resolve().parent
 PYTHON = sys.executable

@@ -14,9 +14,9 @@ import argparse
 import time
 from collections.abc import Callable
 
-from neardup.minhash import signatures
-from neardup.synth import CorpusSpec, generate
-from neardup.textnorm import normalize
+from neardup.kernels.minhash import signatures
+from neardup.kernels.textnorm import normalize
+from neardup_testkit.synth import CorpusSpec, generate
 
 
 def _best_of(fn: Callable[[], object], repeat: int) -> float:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write a synthetic corpus with planted near-duplicates (neardup.synth) to a file.
+"""Write a synthetic corpus with planted near-duplicates (neardup_testkit.synth) to a file.
 
 The shipped sample is exactly:
 
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "lib"))  # runnable from a checkout without installing
 
-from neardup.synth import CorpusSpec, generate, write_jsonl_gz, write_parquet  # noqa: E402
+from neardup_testkit.synth import CorpusSpec, generate, write_jsonl_gz, write_parquet  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

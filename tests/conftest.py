@@ -19,7 +19,7 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from neardup.session import get_spark
+    from neardup.runtime.session import get_spark
 
     session = get_spark(
         "local[2]",

@@ -115,8 +115,8 @@ class _Run:
 
     def jvm_death(self, e: BaseException) -> str | None:
         """The one-line story of a local JVM that died under us, or None if it lives."""
-        from neardup.jvmexit import local_jvm_died
-        from neardup.session import jvm_process
+        from neardup.runtime.jvmexit import local_jvm_died
+        from neardup.runtime.session import jvm_process
 
         proc = jvm_process()
         if proc is None:
@@ -130,7 +130,7 @@ class _Run:
         return local_jvm_died(code, text, stage_of(e), self.heap).message + self.log_note()
 
     def memory_failure(self, e: BaseException) -> str | None:
-        from neardup.jvmexit import task_failure
+        from neardup.runtime.jvmexit import task_failure
 
         local = self.started is None or str(self.started.spark.sparkContext.master).startswith("local")
         found = task_failure(str(e), stage_of(e), local, self.heap)
@@ -182,7 +182,7 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
     _log_to_stderr(logging.WARNING if args.quiet else logging.INFO)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from neardup import pipeline
-    from neardup.session import start
+    from neardup.runtime.session import start
 
     run.started = started = start(args.master, cfg.spark, quiet_jvm=not args.debug)
     spark = started.spark

@@ -1,7 +1,7 @@
 """Names of the internal and output columns, in one place.
 
 Internal columns start with an underscore so they never collide with a user's
-input columns; output columns are the ones DESIGN.md fixes.
+input columns; output columns are the contract (docs/design.md, README).
 """
 
 # Internal (never written to kept/)
@@ -18,10 +18,15 @@ SRC = "src"  # edge endpoints (GraphFrames' names)
 DST = "dst"
 SIMILARITY = "similarity"
 COMPONENT = "_component"
+BUCKET_SIZE = "_bucket_size"  # documents in a band row's bucket
+BUCKET_MIN = "_bucket_min"  # the smallest id of a band row's bucket
+GROUP = "_group"  # verification: the edge source a row's text is sent to
+SIG_A = "_sig_a"  # signature verification: the two ends' signatures
+SIG_B = "_sig_b"
 REP = "_rep"  # exact-duplicate representative of a document
 KEPT_ID = "_kept_id"
 
-# Outputs (DESIGN.md)
+# Outputs (the contract)
 ID = "id"
 CLUSTER_ID = "cluster_id"
 KEPT = "kept"

@@ -2,8 +2,11 @@
 
 Layers, later wins: the packaged `default.yaml` < each `--config FILE` < each
 `--set KEY=VALUE`. Every key must exist in the defaults, so a typo is an error
-(exit 2) rather than a silently ignored setting. Values are checked for range
-and for rules that span fields (b * r <= num_perm) before any Spark work starts.
+(exit 2) rather than a silently ignored setting. Each section checks its values when it
+is made (`__post_init__`, so `dataclasses.replace` cannot skip a check) and `Config`
+checks the rules that span sections (b * r <= num_perm). Each key's allowed values are
+written once: the kernels' own (shingle units, MinHash methods) where the kernels are,
+the rest here. Settings that work but are probably a mistake give a `ConfigWarning`.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import warnings
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -19,14 +23,36 @@ from typing import Any
 import yaml
 
 from neardup.errors import UsageError
-from neardup.memory import GiB, KiB, parse_size
+from neardup.kernels.bands import bands_for_recall, candidate_probability, optimal_bands
+from neardup.kernels.hashing import UNITS
+from neardup.kernels.minhash import METHODS
+from neardup.runtime.memory import GiB, KiB, parse_size
 
 FORMATS = ("auto", "parquet", "jsonl", "csv", "table")
-UNITS = ("word", "char")
-METHODS = ("classic", "oph")
-VERIFY_METHODS = ("signature", "exact", "none")
-BACKENDS = ("auto", "graphframes", "builtin")
+VERIFY_METHODS = ("exact", "signature", "none")
+BACKENDS = ("auto", "builtin", "graphframes")
 POLICIES = ("longest", "earliest", "quality")
+REDACTED = "*** redacted ***"
+_SECRET_WORDS = ("secret", "password", "token", "key", "credential")
+
+
+class ConfigWarning(UserWarning):
+    """A setting that works but is probably not what the user wants."""
+
+
+def _choice(key: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise UsageError(f"config key {key} must be one of {', '.join(allowed)}, not {value!r}")
+
+
+def _within(key: str, value: float, lo: float, hi: float) -> None:
+    if not lo <= value <= hi or (isinstance(value, float) and math.isnan(value)):
+        raise UsageError(f"config key {key} must be in {lo}..{hi}, not {value}")
+
+
+def _open_unit(key: str, value: float) -> None:
+    if not 0.0 < value < 1.0 or math.isnan(value):
+        raise UsageError(f"config key {key} must be strictly between 0 and 1, not {value}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +61,13 @@ class InputConfig:
     id_col: str = "id"
     text_col: str = "text"
     csv_header: bool = True
+
+    def __post_init__(self) -> None:
+        _choice("input.format", self.format, FORMATS)
+        if not self.id_col or not self.text_col:
+            raise UsageError("config keys input.id_col and input.text_col must not be empty")
+        if self.id_col == self.text_col:
+            raise UsageError("config keys input.id_col and input.text_col name the same column")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,12 +82,22 @@ class ShingleConfig:
     ngram: int = 5
     char_ngram: int = 5
 
+    def __post_init__(self) -> None:
+        _choice("shingle.unit", self.unit, UNITS)
+        _within("shingle.ngram", self.ngram, 1, 64)
+        _within("shingle.char_ngram", self.char_ngram, 1, 64)
+
 
 @dataclasses.dataclass(frozen=True)
 class MinHashConfig:
     method: str = "oph"
     num_perm: int = 128
     seed: int = 42
+
+    def __post_init__(self) -> None:
+        _choice("minhash.method", self.method, METHODS)
+        _within("minhash.num_perm", self.num_perm, 1, 4096)
+        _within("minhash.seed", self.seed, 0, 2**63 - 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,11 +110,31 @@ class LshConfig:
     recall: float | None = 0.999
     all_pairs_up_to: int = 32
 
+    def __post_init__(self) -> None:
+        _open_unit("lsh.threshold", self.threshold)
+        if self.recall is not None:
+            _open_unit("lsh.recall", self.recall)
+        _within("lsh.false_positive_weight", self.false_positive_weight, 0.0, 1.0)
+        _within("lsh.false_negative_weight", self.false_negative_weight, 0.0, 1.0)
+        if self.false_positive_weight + self.false_negative_weight <= 0:
+            raise UsageError("config keys lsh.false_positive_weight and false_negative_weight are both 0")
+        for key in ("bands", "rows"):
+            v = getattr(self, key)
+            if v is not None and v < 1:
+                raise UsageError(f"config key lsh.{key} must be at least 1, not {v}")
+        _within("lsh.all_pairs_up_to", self.all_pairs_up_to, 1, 1024)
+
 
 @dataclasses.dataclass(frozen=True)
 class VerifyConfig:
     method: str = "exact"
     threshold: float | None = None
+
+    def __post_init__(self) -> None:
+        _choice("verify.method", self.method, VERIFY_METHODS)
+        t = self.threshold
+        if t is not None and (not 0.0 < t <= 1.0 or math.isnan(t)):
+            raise UsageError(f"config key verify.threshold must be in (0, 1], not {t}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,11 +142,21 @@ class ComponentsConfig:
     backend: str = "auto"
     max_iterations: int = 60
 
+    def __post_init__(self) -> None:
+        _choice("components.backend", self.backend, BACKENDS)
+        if self.max_iterations < 1:
+            raise UsageError("config key components.max_iterations must be at least 1")
+
 
 @dataclasses.dataclass(frozen=True)
 class SurvivorConfig:
     policy: str = "longest"
     column: str | None = None
+
+    def __post_init__(self) -> None:
+        _choice("survivor.policy", self.policy, POLICIES)
+        if self.policy == "quality" and not self.column:
+            raise UsageError("config key survivor.column is required when survivor.policy is quality")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +166,19 @@ class OutputConfig:
 
 @dataclasses.dataclass(frozen=True)
 class MemoryConfig:
-    batch_size: str | None = None  # e.g. "8m"; None: derived from the heap (memory.py)
+    batch_size: str | None = None  # e.g. "8m"; None: derived from the heap (runtime/memory.py)
+
+    def __post_init__(self) -> None:
+        if self.batch_size is None:
+            return
+        try:
+            size = parse_size(self.batch_size)
+        except ValueError:
+            raise UsageError(
+                f"config key memory.batch_size must be a size such as 8m or 1048576, not {self.batch_size!r}"
+            ) from None
+        if not 64 * KiB <= size <= GiB:
+            raise UsageError(f"config key memory.batch_size must be in 64k..1g, not {self.batch_size}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +196,15 @@ class Config:
     output: OutputConfig
     memory: MemoryConfig
     spark: Mapping[str, str]
+
+    def __post_init__(self) -> None:
+        b, r, k = self.lsh.bands, self.lsh.rows, self.minhash.num_perm
+        if b is not None and r is not None and b * r > k:
+            raise UsageError(
+                f"config keys lsh.bands * lsh.rows = {b} * {r} = {b * r} exceeds minhash.num_perm = {k}"
+            )
+        if self.survivor.column is not None and self.survivor.column == self.input.text_col:
+            raise UsageError("config key survivor.column must not be the text column")
 
     @property
     def bands(self) -> int:
@@ -132,15 +226,41 @@ class Config:
         t = self.verify.threshold
         return self.lsh.threshold if t is None else t
 
+    def footguns(self, bands_chosen: bool = True) -> list[str]:
+        """Settings that work but are probably a mistake, one sentence each. `bands_chosen`:
+        the user set lsh.bands or lsh.rows (derived ones are what the derivation wants)."""
+        found = []
+        k, t = self.minhash.num_perm, self.lsh.threshold
+        if bands_chosen and self.lsh.bands is not None and self.lsh.rows is not None:
+            used = self.bands * self.rows
+            if used < k // 2:
+                found.append(
+                    f"lsh.bands x lsh.rows = {used} uses {used} of minhash.num_perm = {k} slots: "
+                    "the rest are computed for nothing; lower num_perm or raise bands"
+                )
+            p = float(candidate_probability(t, self.bands, self.rows))
+            if p < 0.5:
+                found.append(
+                    f"with {self.bands} x {self.rows} bands a pair at lsh.threshold = {t} becomes a "
+                    f"candidate with probability {p:.2f}: most such pairs will be missed"
+                )
+        if self.verify.method == "none" and t < 0.9:
+            found.append(
+                f"verify.method = none at lsh.threshold = {t}: unverified band collisions chained by "
+                "connected components make giant false clusters; use exact or signature"
+            )
+        if self.verify.method == "signature" and k < 64:
+            found.append(
+                f"verify.method = signature with minhash.num_perm = {k}: the estimate is off by more "
+                "than 0.1 at J = 0.8 for one pair in twenty; use exact, or 128 slots"
+            )
+        return found
+
     def to_dict(self, redact: bool = True) -> dict[str, Any]:
         """Plain data for report.json; Spark settings that look like credentials are masked."""
         d = dataclasses.asdict(self)
         d["spark"] = {k: (REDACTED if redact and is_secret(k) else v) for k, v in self.spark.items()}
         return d
-
-
-REDACTED = "*** redacted ***"
-_SECRET_WORDS = ("secret", "password", "token", "key", "credential")
 
 
 def is_secret(name: str) -> bool:
@@ -259,6 +379,8 @@ def load(
 
 
 def build(data: Mapping[str, Any]) -> Config:
+    """The Config of merged layers: values typed, sections checked, bands resolved, and a
+    `ConfigWarning` for each footgun."""
     sections: dict[str, Any] = {}
     for name, cls in _SECTIONS.items():
         values = dict(data.get(name) or {})
@@ -266,8 +388,11 @@ def build(data: Mapping[str, Any]) -> Config:
             if f.name in values:
                 values[f.name] = _coerce(f"{name}.{f.name}", values[f.name], f.type)
         sections[name] = cls(**values)
-    cfg = Config(spark=dict(data.get("spark") or {}), **sections)
-    return _resolve_bands(validate(cfg))
+    chosen = sections["lsh"].bands is not None or sections["lsh"].rows is not None
+    cfg = _resolve_bands(Config(spark=dict(data.get("spark") or {}), **sections))
+    for message in cfg.footguns(bands_chosen=chosen):
+        warnings.warn(message, ConfigWarning, stacklevel=2)
+    return cfg
 
 
 def _coerce(key: str, value: Any, annotation: Any) -> Any:
@@ -298,79 +423,7 @@ def _coerce(key: str, value: Any, annotation: Any) -> Any:
     return value
 
 
-def _choice(key: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise UsageError(f"config key {key} must be one of {', '.join(allowed)}, not {value!r}")
-
-
-def validate(cfg: Config) -> Config:
-    """Range and cross-field checks; each raises UsageError naming the key."""
-    _choice("input.format", cfg.input.format, FORMATS)
-    _choice("shingle.unit", cfg.shingle.unit, UNITS)
-    _choice("minhash.method", cfg.minhash.method, METHODS)
-    _choice("verify.method", cfg.verify.method, VERIFY_METHODS)
-    _choice("components.backend", cfg.components.backend, BACKENDS)
-    _choice("survivor.policy", cfg.survivor.policy, POLICIES)
-    if not cfg.input.id_col or not cfg.input.text_col:
-        raise UsageError("config keys input.id_col and input.text_col must not be empty")
-    if cfg.input.id_col == cfg.input.text_col:
-        raise UsageError("config keys input.id_col and input.text_col name the same column")
-    if not 1 <= cfg.shingle.ngram <= 64:
-        raise UsageError(f"config key shingle.ngram must be in 1..64, not {cfg.shingle.ngram}")
-    if not 1 <= cfg.shingle.char_ngram <= 64:
-        raise UsageError(f"config key shingle.char_ngram must be in 1..64, not {cfg.shingle.char_ngram}")
-    if not 1 <= cfg.minhash.num_perm <= 4096:
-        raise UsageError(f"config key minhash.num_perm must be in 1..4096, not {cfg.minhash.num_perm}")
-    if not 0 <= cfg.minhash.seed < 2**63:
-        raise UsageError(f"config key minhash.seed must be in 0..2^63-1, not {cfg.minhash.seed}")
-    t = cfg.lsh.threshold
-    if not (0.0 < t < 1.0) or math.isnan(t):
-        raise UsageError(f"config key lsh.threshold must be strictly between 0 and 1, not {t}")
-    vt = cfg.verify.threshold
-    if vt is not None and not (0.0 < vt <= 1.0):
-        raise UsageError(f"config key verify.threshold must be in (0, 1], not {vt}")
-    for key in ("false_positive_weight", "false_negative_weight"):
-        w = getattr(cfg.lsh, key)
-        if not 0.0 <= w <= 1.0:
-            raise UsageError(f"config key lsh.{key} must be in [0, 1], not {w}")
-    rc = cfg.lsh.recall
-    if rc is not None and (not 0.0 < rc < 1.0 or math.isnan(rc)):
-        raise UsageError(f"config key lsh.recall must be strictly between 0 and 1, not {rc}")
-    if cfg.lsh.false_positive_weight + cfg.lsh.false_negative_weight <= 0:
-        raise UsageError("config keys lsh.false_positive_weight and false_negative_weight are both 0")
-    b, r = cfg.lsh.bands, cfg.lsh.rows
-    for key, v in (("bands", b), ("rows", r)):
-        if v is not None and v < 1:
-            raise UsageError(f"config key lsh.{key} must be at least 1, not {v}")
-    if b is not None and r is not None and b * r > cfg.minhash.num_perm:
-        raise UsageError(
-            f"config keys lsh.bands * lsh.rows = {b} * {r} = {b * r} exceeds "
-            f"minhash.num_perm = {cfg.minhash.num_perm}"
-        )
-    if not 1 <= cfg.lsh.all_pairs_up_to <= 1024:
-        raise UsageError(f"config key lsh.all_pairs_up_to must be in 1..1024, not {cfg.lsh.all_pairs_up_to}")
-    if cfg.components.max_iterations < 1:
-        raise UsageError("config key components.max_iterations must be at least 1")
-    if cfg.survivor.policy == "quality" and not cfg.survivor.column:
-        raise UsageError("config key survivor.column is required when survivor.policy is quality")
-    if cfg.memory.batch_size is not None:
-        try:
-            size = parse_size(cfg.memory.batch_size)
-        except ValueError:
-            raise UsageError(
-                f"config key memory.batch_size must be a size such as 8m or 1048576, "
-                f"not {cfg.memory.batch_size!r}"
-            ) from None
-        if not 64 * KiB <= size <= GiB:
-            raise UsageError(f"config key memory.batch_size must be in 64k..1g, not {cfg.memory.batch_size}")
-    if cfg.survivor.column in (cfg.input.text_col,):
-        raise UsageError("config key survivor.column must not be the text column")
-    return cfg
-
-
 def _resolve_bands(cfg: Config) -> Config:
-    from neardup.bands import bands_for_recall, optimal_bands
-
     b, r = cfg.lsh.bands, cfg.lsh.rows
     k = cfg.minhash.num_perm
     if b is None and r is None and cfg.lsh.recall is not None:
@@ -383,10 +436,7 @@ def _resolve_bands(cfg: Config) -> Config:
         b, r = found
     elif b is None and r is None:
         b, r = optimal_bands(
-            cfg.lsh.threshold,
-            k,
-            cfg.lsh.false_positive_weight,
-            cfg.lsh.false_negative_weight,
+            cfg.lsh.threshold, k, cfg.lsh.false_positive_weight, cfg.lsh.false_negative_weight
         )
     elif b is None:
         assert r is not None

@@ -1,13 +1,16 @@
-"""The deduplication pipeline, top to bottom:
+"""The deduplication pipeline, top to bottom (`run` is the list):
 
     read -> sign (normalize, hash, MinHash, band keys: the one pass over the text)
          -> exact copies -> LSH candidates -> verify -> components
          -> survivors -> write -> check -> publish
 
-Everything is written under a staging directory beside the output
-(`<output>.neardup-staging`) and moved into place only after the job's own checks
-pass; `_SUCCESS` is written last. A crash at any point leaves the previous output
-(or none) and a staging directory, never output that looks complete.
+Each stage is one call that returns its result and its counts; the Spark work lives in
+`neardup.stages`, the math in `neardup.kernels`. Everything is written under a staging
+directory beside the output (`<output>.neardup-staging`) and moved into place only after
+the job's own checks pass; `_SUCCESS` is written last. A crash at any point leaves the
+previous output (or none) and a staging directory, never output that looks complete.
+Stages whose results are kept under `_work/` (signatures, candidates, edges) are reused
+by a rerun with the same fingerprint (`fingerprints`).
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any, TypeVar
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -26,19 +30,14 @@ from pyspark.sql import functions as F
 
 from neardup import __version__
 from neardup import columns as C
-from neardup.bands import s_curve
-from neardup.components import connected_components
 from neardup.config import Config
 from neardup.errors import UsageError
-from neardup.exact import group_exact
-from neardup.fs import FileSystem
-from neardup.invariants import check_outputs
-from neardup.lsh import candidate_edges
-from neardup.memory import BatchSizes, human, slot_share
-from neardup.read import CORRUPT, RowCheck, check_columns, check_rows, documents, read_input
-from neardup.session import heap_and_slots
-from neardup.sign import SignParams, sign_documents
-from neardup.sizing import (
+from neardup.kernels.bands import s_curve
+from neardup.kernels.sign import SignParams
+from neardup.runtime.fs import FileSystem
+from neardup.runtime.memory import BatchSizes, human, slot_share
+from neardup.runtime.session import heap_and_slots
+from neardup.runtime.sizing import (
     InputProfile,
     batch_settings,
     measured_profile,
@@ -46,16 +45,38 @@ from neardup.sizing import (
     plan_batches,
     writer_options,
 )
-from neardup.stagelog import StageLog
-from neardup.survivors import select_survivors
-from neardup.verify import verify_pairs
-from neardup.workdir import WorkDir, fingerprint, input_fingerprint
+from neardup.runtime.stagelog import StageLog
+from neardup.runtime.workdir import WorkDir, fingerprint, input_fingerprint
+from neardup.stages.check import check_outputs
+from neardup.stages.components import connected_components
+from neardup.stages.exact import group_exact
+from neardup.stages.lsh import candidate_edges
+from neardup.stages.read import CORRUPT, check_columns, check_rows, documents, read_input
+from neardup.stages.sign import sign_documents, sign_params
+from neardup.stages.survivors import select_survivors
+from neardup.stages.verify import verify_pairs
+from neardup.stages.write import write_outputs
 
 log = logging.getLogger("neardup")
 
-# Up to this many ids (exact copies, dropped documents) are broadcast to filter a frame
-# where it is read; past it a shuffle join is cheaper than shipping the set.
-_BROADCAST_ROWS = 2_000_000
+T = TypeVar("T")
+Counts = dict[str, Any]
+
+# Up to this many rows are broadcast to the tasks that join against them; past it a
+# shuffle join is cheaper than shipping the frame to every task. Every broadcast-or-
+# shuffle decision of the job is `broadcastable(bound)`, with `bound` an upper bound on
+# the rows of the frame that would be broadcast.
+BROADCAST_ROWS = 2_000_000
+
+
+def broadcastable(bound: int) -> bool:
+    return bound <= BROADCAST_ROWS
+
+
+@dataclass(frozen=True)
+class Result:
+    output: str
+    report: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -75,236 +96,132 @@ class Paths:
 
 
 @dataclass(frozen=True)
-class Result:
-    output: str
-    report: dict[str, Any]
+class Fingerprints:
+    """What each finished stage under _work/ was computed from (see `fingerprints`)."""
+
+    signatures: str
+    candidates: str
+    edges: str
 
 
-def _paths(
-    spark: SparkSession, input_path: str, output: str, cfg: Config, fmt: str
-) -> tuple[Paths, FileSystem]:
-    fs = FileSystem.for_path(spark, output)
-    out = fs.qualify(output.rstrip("/"))
-    if fmt != "table":
-        src = FileSystem.for_path(spark, input_path).qualify(input_path.rstrip("/"))
-        if out == src or out.startswith(src + "/"):
-            raise UsageError(f"output {output} is inside input {input_path}; choose another output path")
-        if src.startswith(out + "/"):
-            raise UsageError(f"input {input_path} is inside output {output}; --overwrite would delete it")
-    if fs.exists(out) and not cfg.output.overwrite:
-        raise UsageError(f"output {output} already exists; pass --overwrite to replace it")
-    return Paths(output=out, staging=f"{out}.neardup-staging"), fs
+def fingerprints(
+    cfg: Config, params: SignParams, input_files: list[tuple[str, int, int]], table: str | None
+) -> Fingerprints:
+    """Digests of every parameter that affects each reusable stage, chained so that a
+    change upstream changes everything downstream.
+
+    signatures: the input files (names, sizes, modification times) or the table name, the
+    id and text columns, the signing parameters, whether signatures are kept (signature
+    verification), and the survivor policy (signatures carry its column, and candidates
+    are drawn between exact groups' representatives, which the policy picks).
+    candidates: + lsh.all_pairs_up_to. edges: + the verification method and threshold.
+    """
+    sign = fingerprint(
+        {
+            "input": input_files,
+            "table": table,
+            "columns": [cfg.input.id_col, cfg.input.text_col],
+            "sign": asdict(params),
+            "signatures_kept": cfg.verify.method == "signature",
+            "survivor": asdict(cfg.survivor),
+        }
+    )
+    candidates = fingerprint({"sign": sign, "all_pairs_up_to": cfg.lsh.all_pairs_up_to})
+    edges = fingerprint({"candidates": candidates, "verify": asdict(cfg.verify), "t": cfg.verify_threshold})
+    return Fingerprints(sign, candidates, edges)
+
+
+@dataclass
+class _Run:
+    """One run's context: session, config, paths, the work directory, the stage log, and
+    the frames cached along the way (unpersisted at the end)."""
+
+    spark: SparkSession
+    cfg: Config
+    input_path: str
+    paths: Paths
+    fs: FileSystem
+    work: WorkDir
+    stages: StageLog
+    settings: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    cached: list[DataFrame] = field(default_factory=list)
+
+    def stage(self, name: str, fn: Callable[..., tuple[T, Counts]], *args: Any) -> T:
+        """Run one stage: time it, log and keep its counts, return its result."""
+        with self.stages.stage(name) as counts:
+            result, found = fn(self, *args)
+            counts.update(found)
+        return result
+
+    def keep(self, df: DataFrame) -> DataFrame:
+        self.cached.append(df.persist(StorageLevel.MEMORY_AND_DISK))
+        return self.cached[-1]
+
+    def close(self) -> None:
+        self.settings.close()
+        for df in self.cached:
+            # After a JVM death this fails too; the original error is the one to report.
+            with contextlib.suppress(Exception):
+                df.unpersist()
 
 
 def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Result:
     """Run the whole job; returns the report also written to report.json."""
     started = time.time()
-    paths, fs = _paths(spark, input_path, output, cfg, cfg.input.format)
-    # A previous failed run's finished stages under _work/ are kept for reuse; the rest
-    # of its staging directory is stale and goes.
-    if fs.exists(paths.staging):
-        for name in fs.list_names(paths.staging):
-            if name != "_work":
-                fs.delete(paths.staged(name))
-    fs.delete(f"{paths.work}/checkpoints")
-    fs.mkdirs(paths.work)
-    spark.sparkContext.setCheckpointDir(f"{paths.work}/checkpoints")
-    work = WorkDir(spark, fs, paths.work)
-    # Each stage's Spark jobs carry its name (Spark UI, event log, the memory benchmark).
-    stages = StageLog(lambda name: spark.sparkContext.setJobDescription(f"neardup: {name}"))
-    params = SignParams.from_config(cfg)
-    cached: list[DataFrame] = []
-    settings = contextlib.ExitStack()
-
-    def keep(df: DataFrame) -> DataFrame:
-        cached.append(df.persist(StorageLevel.MEMORY_AND_DISK))
-        return cached[-1]
-
-    try:
-        with stages.stage("read") as n:
-            inp = read_input(spark, input_path, cfg)
-            check_columns(inp, cfg)
-            is_parquet = inp.format == "parquet"
-            row_check = check_rows(inp, cfg, measure_text=not is_parquet)
-            n["input"] = n_input = row_check.rows
-            files = sorted(inp.df.inputFiles()) if inp.format != "table" else []
-            batches = _size_batches(spark, cfg, inp.format, files, row_check)
-            settings.enter_context(batch_settings(spark, batches, cfg.spark))
-            work.writer_options = writer_options(batches, None)
-            source = inp.df.drop(CORRUPT) if CORRUPT in inp.df.columns else inp.df
-            keep_sigs = cfg.verify.method == "signature"
-            sign_fp = fingerprint(
-                {
-                    "input": input_fingerprint(spark, files),
-                    "table": input_path if inp.format == "table" else None,
-                    "columns": [cfg.input.id_col, cfg.input.text_col],
-                    "sign": asdict(params),
-                    "signatures_kept": keep_sigs,
-                    # Signatures carry the survivor column (_rank); candidates are drawn
-                    # between the exact groups' representatives, which the policy picks.
-                    "survivor": asdict(cfg.survivor),
-                }
-            )
-            cand_fp = fingerprint({"sign": sign_fp, "all_pairs_up_to": cfg.lsh.all_pairs_up_to})
-            edge_fp = fingerprint(
-                {"candidates": cand_fp, "verify": asdict(cfg.verify), "t": cfg.verify_threshold}
-            )
-        docs = documents(source, cfg)
-
-        with stages.stage("sign") as n:
-            signed = work.materialize("signatures", sign_fp, lambda: sign_documents(docs, params, keep_sigs))
-            totals = signed.agg(F.count(F.lit(1)).alias("rows"), F.count(C.REASON).alias("rejected")).first()
-            assert totals is not None
-            n["rejected"] = n_rejected = int(totals["rejected"])
-            n["signed"] = int(totals["rows"]) - n_rejected
-
-        with stages.stage("exact") as n:
-            accepted = signed.filter(F.col(C.REASON).isNull())
-            rejected = keep(signed.filter(F.col(C.REASON).isNotNull()).select(C.DOC_ID, C.REASON))
-            members = keep(group_exact(accepted, cfg))
-            copies = members.filter(F.col(C.REP) != F.col(C.DOC_ID)).select(C.DOC_ID)
-            n["exact_duplicates"] = n_copies = copies.count()
-            if n_copies <= _BROADCAST_ROWS:
-                copies = F.broadcast(copies)
-            # The representatives of exact groups are what LSH bands and verification compare.
-            reps = accepted.join(copies, C.DOC_ID, "left_anti")
-
-        with stages.stage("candidates") as n:
-            candidates = work.materialize(
-                "candidates", cand_fp, lambda: candidate_edges(reps, cfg.lsh.all_pairs_up_to)
-            )
-            n["candidate_pairs"] = n_candidates = candidates.count()
-
-        with stages.stage("verify") as n:
-            verified = work.materialize(
-                "edges",
-                edge_fp,
-                lambda: verify_pairs(
-                    candidates,
-                    signed,
-                    docs,
-                    params,
-                    cfg.verify.method,
-                    cfg.verify_threshold,
-                    broadcast_ends=2 * n_candidates <= _BROADCAST_ROWS,
-                ),
-            )
-            n["verified_pairs"] = n_verified = verified.count()
-
-        with stages.stage("components") as n:
-            components, comp_stats = connected_components(
-                verified.select(C.SRC, C.DST),
-                backend=cfg.components.backend,
-                max_iterations=cfg.components.max_iterations,
-                checkpoint_dir=f"{paths.work}/checkpoints",
-            )
-            components = keep(components)
-            n["components_backend"] = comp_stats.get("backend")
-            n["components_iterations"] = comp_stats.get("iterations")
-
-        with stages.stage("survivors") as n:
-            small = 2 * n_verified <= _BROADCAST_ROWS  # a component's nodes are endpoints of edges
-            assigned = keep(select_survivors(members, components, cfg, small))
-            is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
-            sizes = assigned.agg(
-                F.sum((is_kept & (F.col("_size") > 1)).cast("long")).alias("clusters"),
-                F.max("_size").alias("largest"),
-                F.sum(is_kept.cast("long")).alias("kept"),
-            ).first()
-            assert sizes is not None
-            n["clusters"] = int(sizes["clusters"] or 0)
-            n["largest_cluster"] = int(sizes["largest"] or 1)
-            n_kept = int(sizes["kept"] or 0)
-
-        with stages.stage("write"):
-            options = writer_options(batches, cfg.input.text_col)
-            _write_outputs(source, cfg, assigned, rejected, n_rejected, n_input - n_kept, paths, options)
-
-        with stages.stage("check") as n:
-            checked = check_outputs(
-                n_input,
-                spark.read.parquet(paths.staged("clusters")),
-                spark.read.parquet(paths.staged("kept")),
-                spark.read.parquet(paths.staged("rejected")),
-            )
-            n.update(checked)
-    finally:
-        settings.close()
-        for df in cached:
-            # After a JVM death this fails too; the original error is the one to report.
-            with contextlib.suppress(Exception):
-                df.unpersist()
-
-    report = _report(cfg, input_path, paths.output, stages, started)
-    report["memory"] = asdict(batches)
-    report["resumed_stages"] = work.resumed
-    _publish(fs, paths, report)
-    return Result(paths.output, report)
+    with _opened(spark, cfg, input_path, output) as r:
+        inp = r.stage("read", _read)
+        signed = r.stage("sign", _sign, inp)
+        exact = r.stage("exact", _exact, signed)
+        candidates = r.stage("candidates", _candidates, inp, exact)
+        edges = r.stage("verify", _verify, inp, signed, candidates)
+        components = r.stage("components", _components, edges)
+        assigned = r.stage("survivors", _survivors, exact, edges, components)
+        r.stage("write", _write, inp, exact, assigned)
+        r.stage("check", _check, inp)
+    report = _report(r, started, inp)
+    _publish(r.fs, r.paths, report)
+    return Result(r.paths.output, report)
 
 
-def _write_outputs(
-    source: DataFrame,
-    cfg: Config,
-    assigned: DataFrame,
-    rejected: DataFrame,
-    n_rejected: int,
-    n_dropped: int,
-    paths: Paths,
-    block: dict[str, str],
-) -> None:
-    """clusters/ (sorted by id), kept/ and rejected/ (input columns unchanged) under staging,
-    with the writer options `block` that bound the Parquet writer's memory."""
-    id_type = next(f.dataType for f in source.schema.fields if f.name == cfg.input.id_col)
-    clusters = assigned.select(
-        F.col(C.DOC_ID).alias(C.ID),
-        F.col(C.KEPT_ID).alias(C.CLUSTER_ID),
-        (F.col(C.DOC_ID) == F.col(C.KEPT_ID)).alias(C.KEPT),
-        F.col(C.STATUS),
-        F.lit(None).cast("string").alias(C.REASON),
-    ).unionByName(
-        rejected.select(
-            F.col(C.DOC_ID).alias(C.ID),
-            F.lit(None).cast(id_type).alias(C.CLUSTER_ID),
-            F.lit(False).alias(C.KEPT),
-            F.lit(C.STATUS_REJECTED).alias(C.STATUS),
-            F.col(C.REASON),
-        )
-    )
-    clusters.orderBy(C.ID).write.mode("overwrite").options(**block).parquet(paths.staged("clusters"))
-
-    id_col = cfg.input.id_col
-    # kept/ = input minus removed minus rejected: when those ids are few enough to broadcast
-    # the texts are filtered where they are read, instead of being shuffled for a join.
-    dropped = (
-        assigned.filter(F.col(C.DOC_ID) != F.col(C.KEPT_ID))
-        .select(F.col(C.DOC_ID).alias("_drop_id"))
-        .unionByName(rejected.select(F.col(C.DOC_ID).alias("_drop_id")))
-    )
-    if n_dropped <= _BROADCAST_ROWS:
-        dropped = F.broadcast(dropped)
-    kept = source.join(dropped, F.col(id_col) == F.col("_drop_id"), "left_anti")
-    kept.write.mode("overwrite").options(**block).parquet(paths.staged("kept"))
-
-    # The user's own `reason` column, if any, stays as it is; ours takes another name.
-    reason_name = "neardup_reason" if C.REASON in source.columns else C.REASON
-    reasons = rejected.select(F.col(C.DOC_ID).alias("_rej_id"), F.col(C.REASON).alias(reason_name))
-    if n_rejected <= _BROADCAST_ROWS:
-        reasons = F.broadcast(reasons)
-    bad = source.join(reasons, F.col(id_col) == F.col("_rej_id")).drop("_rej_id")
-    bad.write.mode("overwrite").options(**block).parquet(paths.staged("rejected"))
+# --- the stages -----------------------------------------------------------------------
 
 
-def _size_batches(
-    spark: SparkSession, cfg: Config, fmt: str, files: list[str], checked: RowCheck
-) -> BatchSizes:
-    """Batch sizes from the input's bytes per row and the heap; logs both."""
+@dataclass(frozen=True)
+class _Input:
+    source: DataFrame  # the input rows, every column as read
+    docs: DataFrame  # (_id, _text, _rank)
+    rows: int
+    batches: BatchSizes
+    params: SignParams
+    fps: Fingerprints
+
+
+def _read(r: _Run) -> tuple[_Input, Counts]:
+    """Read and check the input, size the batches from it, fingerprint the run."""
+    inp = read_input(r.spark, r.input_path, r.cfg)
+    check_columns(inp, r.cfg)
+    row_check = check_rows(inp, r.cfg, measure_text=inp.format != "parquet")
+    files = sorted(inp.df.inputFiles()) if inp.format != "table" else []
     profile: InputProfile | None
-    if fmt == "parquet":
-        profile = parquet_profile(spark, files, cfg.input.text_col)
+    if inp.format == "parquet":
+        profile = parquet_profile(r.spark, files, r.cfg.input.text_col)
     else:
-        profile = measured_profile(checked.rows, checked.text_bytes or 0, checked.largest_text or 0)
-    sizes = plan_batches(spark, profile, cfg.batch_bytes)
-    heap, slots, where = heap_and_slots(spark)
+        profile = measured_profile(row_check.rows, row_check.text_bytes or 0, row_check.largest_text or 0)
+    batches = _plan_memory(r, profile)
+    r.settings.enter_context(batch_settings(r.spark, batches, r.cfg.spark))
+    r.work.writer_options = writer_options(batches, None)
+    source = inp.df.drop(CORRUPT) if CORRUPT in inp.df.columns else inp.df
+    params = sign_params(r.cfg)
+    table = r.input_path if inp.format == "table" else None
+    fps = fingerprints(r.cfg, params, input_fingerprint(r.spark, files), table)
+    read = _Input(source, documents(source, r.cfg), row_check.rows, batches, params, fps)
+    return read, {"input": row_check.rows}
+
+
+def _plan_memory(r: _Run, profile: InputProfile | None) -> BatchSizes:
+    """Batch sizes from the input's bytes per row and the heap; logs both."""
+    sizes = plan_batches(r.spark, profile, r.cfg.batch_bytes)
+    heap, slots, where = heap_and_slots(r.spark)
     log.info(
         "memory: %s heap %s for %d task slot(s); %s; %s",
         where,
@@ -325,33 +242,200 @@ def _size_batches(
     return sizes
 
 
-def _report(cfg: Config, input_path: str, output: str, stages: StageLog, started: float) -> dict[str, Any]:
-    c = stages.counts
+@dataclass(frozen=True)
+class _Signed:
+    frame: DataFrame  # sign_documents' output, read back from _work/
+    rejected: int
+
+
+def _sign(r: _Run, inp: _Input) -> tuple[_Signed, Counts]:
+    keep_sigs = r.cfg.verify.method == "signature"
+    signed = r.work.materialize(
+        "signatures", inp.fps.signatures, lambda: sign_documents(inp.docs, inp.params, keep_sigs)
+    )
+    totals = signed.agg(F.count(F.lit(1)).alias("rows"), F.count(C.REASON).alias("rejected")).first()
+    assert totals is not None
+    rejected = int(totals["rejected"])
+    return _Signed(signed, rejected), {"rejected": rejected, "signed": int(totals["rows"]) - rejected}
+
+
+@dataclass(frozen=True)
+class _Exact:
+    members: DataFrame  # (_id, _rep, _len, _rank): every signed document
+    reps: DataFrame  # the signed rows of the exact groups' representatives
+    rejected: DataFrame  # (_id, reason)
+    copies: int  # exact duplicates (members that are not their group's representative)
+    rejected_rows: int
+
+
+def _exact(r: _Run, signed: _Signed) -> tuple[_Exact, Counts]:
+    accepted = signed.frame.filter(F.col(C.REASON).isNull())
+    rejected = r.keep(signed.frame.filter(F.col(C.REASON).isNotNull()).select(C.DOC_ID, C.REASON))
+    members = r.keep(group_exact(accepted, r.cfg))
+    copies = members.filter(F.col(C.REP) != F.col(C.DOC_ID)).select(C.DOC_ID)
+    n_copies = copies.count()
+    if broadcastable(n_copies):
+        copies = F.broadcast(copies)
+    # The representatives of exact groups are what LSH bands and verification compare.
+    reps = accepted.join(copies, C.DOC_ID, "left_anti")
+    return _Exact(members, reps, rejected, n_copies, signed.rejected), {"exact_duplicates": n_copies}
+
+
+@dataclass(frozen=True)
+class _Edges:
+    frame: DataFrame  # (src, dst[, similarity]), read back from _work/
+    rows: int
+
+
+def _candidates(r: _Run, inp: _Input, exact: _Exact) -> tuple[_Edges, Counts]:
+    cap = r.cfg.lsh.all_pairs_up_to
+    candidates = r.work.materialize(
+        "candidates", inp.fps.candidates, lambda: candidate_edges(exact.reps, cap)
+    )
+    n = candidates.count()
+    return _Edges(candidates, n), {"candidate_pairs": n}
+
+
+def _verify(r: _Run, inp: _Input, signed: _Signed, candidates: _Edges) -> tuple[_Edges, Counts]:
+    edges = r.work.materialize(
+        "edges",
+        inp.fps.edges,
+        lambda: verify_pairs(
+            candidates.frame,
+            signed.frame,
+            inp.docs,
+            inp.params,
+            r.cfg.verify.method,
+            r.cfg.verify_threshold,
+            # The group memberships: each candidate's two ends.
+            broadcast_ends=broadcastable(2 * candidates.rows),
+        ),
+    )
+    n = edges.count()
+    return _Edges(edges, n), {"verified_pairs": n}
+
+
+def _components(r: _Run, edges: _Edges) -> tuple[DataFrame, Counts]:
+    components, stats = connected_components(
+        edges.frame.select(C.SRC, C.DST),
+        backend=r.cfg.components.backend,
+        max_iterations=r.cfg.components.max_iterations,
+        checkpoint_dir=f"{r.paths.work}/checkpoints",
+    )
+    counts = {"components_backend": stats.get("backend"), "components_iterations": stats.get("iterations")}
+    return r.keep(components), counts
+
+
+@dataclass(frozen=True)
+class _Assigned:
+    frame: DataFrame  # (_id, _kept_id, status, _size): every signed document
+    kept: int
+
+
+def _survivors(r: _Run, exact: _Exact, edges: _Edges, components: DataFrame) -> tuple[_Assigned, Counts]:
+    # What select_survivors broadcasts: a row per component node (at most two per verified
+    # edge) and a row per cluster or exact group with removed members (at most one per copy).
+    bound = 2 * edges.rows + exact.copies
+    assigned = r.keep(select_survivors(exact.members, components, r.cfg, broadcastable(bound)))
+    is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
+    sizes = assigned.agg(
+        F.sum((is_kept & (F.col("_size") > 1)).cast("long")).alias("clusters"),
+        F.max("_size").alias("largest"),
+        F.sum(is_kept.cast("long")).alias("kept"),
+    ).first()
+    assert sizes is not None
+    counts = {"clusters": int(sizes["clusters"] or 0), "largest_cluster": int(sizes["largest"] or 1)}
+    return _Assigned(assigned, int(sizes["kept"] or 0)), counts
+
+
+def _write(r: _Run, inp: _Input, exact: _Exact, assigned: _Assigned) -> tuple[None, Counts]:
+    write_outputs(
+        inp.source,
+        r.cfg,
+        assigned.frame,
+        exact.rejected,
+        {name: r.paths.staged(name) for name in ("clusters", "kept", "rejected")},
+        writer_options(inp.batches, r.cfg.input.text_col),
+        broadcast_dropped=broadcastable(inp.rows - assigned.kept),
+        broadcast_rejected=broadcastable(exact.rejected_rows),
+    )
+    return None, {}
+
+
+def _check(r: _Run, inp: _Input) -> tuple[None, Counts]:
+    read = r.spark.read.parquet
+    staged = r.paths.staged
+    counts = check_outputs(inp.rows, read(staged("clusters")), read(staged("kept")), read(staged("rejected")))
+    return None, dict(counts)
+
+
+# --- around the stages ------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _opened(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Iterator[_Run]:
+    """Check the paths, clear what a failed run left (but its finished stages), and yield
+    the run's context; its cached frames and session settings are released at the end."""
+    paths, fs = _paths(spark, input_path, output, cfg)
+    if fs.exists(paths.staging):
+        for name in fs.list_names(paths.staging):
+            if name != "_work":
+                fs.delete(paths.staged(name))
+    fs.delete(f"{paths.work}/checkpoints")
+    fs.mkdirs(paths.work)
+    spark.sparkContext.setCheckpointDir(f"{paths.work}/checkpoints")
+    # Each stage's Spark jobs carry its name (Spark UI, event log, the memory benchmark).
+    stages = StageLog(lambda name: spark.sparkContext.setJobDescription(f"neardup: {name}"))
+    r = _Run(spark, cfg, input_path, paths, fs, WorkDir(spark, fs, paths.work), stages)
+    try:
+        yield r
+    finally:
+        r.close()
+
+
+def _paths(spark: SparkSession, input_path: str, output: str, cfg: Config) -> tuple[Paths, FileSystem]:
+    fs = FileSystem.for_path(spark, output)
+    out = fs.qualify(output.rstrip("/"))
+    if cfg.input.format != "table":
+        src = FileSystem.for_path(spark, input_path).qualify(input_path.rstrip("/"))
+        if out == src or out.startswith(src + "/"):
+            raise UsageError(f"output {output} is inside input {input_path}; choose another output path")
+        if src.startswith(out + "/"):
+            raise UsageError(f"input {input_path} is inside output {output}; --overwrite would delete it")
+    if fs.exists(out) and not cfg.output.overwrite:
+        raise UsageError(f"output {output} already exists; pass --overwrite to replace it")
+    return Paths(output=out, staging=f"{out}.neardup-staging"), fs
+
+
+def _report(r: _Run, started: float, inp: _Input) -> dict[str, Any]:
+    cfg, c = r.cfg, r.stages.counts
     return {
         "neardup_version": __version__,
         "run_id": uuid.uuid4().hex,
-        "input": input_path,
-        "output": output,
+        "input": r.input_path,
+        "output": r.paths.output,
         "config": cfg.to_dict(),
         "counts": {
-            "input": c.get("input"),
-            "rejected": c.get("rejected"),
-            "exact_duplicates": c.get("exact_duplicates"),
-            "signed": c.get("signed"),
-            "candidate_pairs": c.get("candidate_pairs"),
-            "verified_pairs": c.get("verified_pairs"),
-            "clusters": c.get("clusters"),
-            "largest_cluster": c.get("largest_cluster"),
-            "near_duplicates": c.get("near_duplicates"),
-            "unique": c.get("unique"),
-            "kept": c.get("kept"),
+            key: c.get(key)
+            for key in (
+                "input",
+                "rejected",
+                "exact_duplicates",
+                "signed",
+                "candidate_pairs",
+                "verified_pairs",
+                "clusters",
+                "largest_cluster",
+                "near_duplicates",
+                "unique",
+                "kept",
+            )
         },
-        "components": {
-            "backend": c.get("components_backend"),
-            "iterations": c.get("components_iterations"),
-        },
-        "seconds": {**stages.seconds, "total": round(time.time() - started, 3)},
+        "components": {"backend": c.get("components_backend"), "iterations": c.get("components_iterations")},
+        "seconds": {**r.stages.seconds, "total": round(time.time() - started, 3)},
         "bands": {"bands": cfg.bands, "rows": cfg.rows, "s_curve": s_curve(cfg.bands, cfg.rows)},
+        "memory": asdict(inp.batches),
+        "resumed_stages": r.work.resumed,
     }
 
 

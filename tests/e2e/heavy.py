@@ -31,10 +31,9 @@ class HeavyCorpus:
 
 def build(directory: Path) -> HeavyCorpus:
     """A corpus of about 1 GB with the lengths of real text: median 10 KB, 1 % of 1-5 MB,
-    one of 50 MB (neardup.synth.heavy_tailed_specs), and its exact ground truth."""
+    one of 50 MB (neardup_testkit.synth.heavy_tailed_specs), and its exact ground truth."""
     from e2e_truth import ground_truth
-
-    from neardup import synth
+    from neardup_testkit import synth
 
     specs = synth.heavy_tailed_specs(body_docs=23_000, seed=11)
     path = directory / "corpus.parquet"

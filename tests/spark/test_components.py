@@ -13,8 +13,8 @@ from pyspark.sql import types as T
 
 import groundtruth
 from neardup.columns import COMPONENT, DOC_ID
-from neardup.components import connected_components, graphframes_available
 from neardup.errors import NeardupError, UsageError
+from neardup.stages.components import connected_components, graphframes_available
 
 Edge = tuple[Any, Any]
 
@@ -239,7 +239,7 @@ def test_graphframes_agrees_with_builtin(spark: SparkSession, seed: int) -> None
 
 
 def test_auto_uses_builtin_without_the_jar(spark: SparkSession) -> None:
-    from neardup.components import graphframes_available
+    from neardup.stages.components import graphframes_available
 
     if graphframes_available(spark):
         pytest.skip("GraphFrames jar is on the classpath: auto picks it")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from neardup.lsh import candidate_edges
+from neardup.stages.lsh import candidate_edges
 
 
 def _expected(bands: dict[Any, list[int]], cap: int) -> set[tuple[Any, Any]]:

@@ -18,7 +18,7 @@ import pytest
 from groundtruth import bfs_components, jaccard, shingles, similar_pairs
 from neardup import config
 from neardup.pipeline import run
-from neardup.synth import CorpusSpec, generate
+from neardup_testkit.synth import CorpusSpec, generate
 
 N_DOCS = 5000
 

@@ -9,8 +9,8 @@ import pytest
 
 from groundtruth import jaccard, shingles
 from neardup import config
-from neardup.sign import SignParams
-from neardup.verify import verify_pairs
+from neardup.stages.sign import sign_params
+from neardup.stages.verify import verify_pairs
 
 
 def _corpus(rng: random.Random) -> dict[str, str]:
@@ -58,7 +58,7 @@ def test_exact_verification_scores_every_candidate(spark: Any, batch_rows: int, 
     spark.conf.set(key, str(batch_rows))  # 1 and 3: stars straddle Arrow batches
     try:
         rows = verify_pairs(
-            cand, docs, docs, SignParams.from_config(cfg), "exact", t, broadcast_ends=broadcast
+            cand, docs, docs, sign_params(cfg), "exact", t, broadcast_ends=broadcast
         ).collect()
     finally:
         spark.conf.set(key, before)

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from neardup.bands import bands_for_recall, candidate_probability, optimal_bands, s_curve
+from neardup.kernels.bands import bands_for_recall, candidate_probability, optimal_bands, s_curve
 
 
 def _simulated_probability(s: float, b: int, r: int, trials: int, rng: np.random.Generator) -> float:

@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from neardup.arrowgroups import run_starts, whole_groups
-from neardup.buckets import pair_indices
+from neardup.kernels.arrow import run_starts, whole_groups
+from neardup.kernels.buckets import pair_indices
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

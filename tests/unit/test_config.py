@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from neardup import config
-from neardup.bands import candidate_probability
 from neardup.errors import UsageError
+from neardup.kernels.bands import candidate_probability
 
 
 def test_defaults_resolve_bands_within_num_perm() -> None:

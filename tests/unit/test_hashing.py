@@ -1,8 +1,9 @@
 """Shingling and hashing kernels against a pure-Python shingler and hash (Python ints).
 
-The reference below re-implements the definitions of the hashing module docstring from
-scratch (its own SplitMix64, domain tags, byte hash and word combination), so any drift
-in the numba kernels, including in the word/char segmentation, fails here.
+The reference (neardup_testkit.hashspec) re-implements the definitions of the hashing
+module docstring from scratch (its own SplitMix64, domain tags, byte hash and word
+combination), so any drift in the numba kernels, including in the word/char
+segmentation, fails here.
 """
 
 from __future__ import annotations
@@ -13,97 +14,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from neardup.hashing import shingle_counts, shingle_hashes, splitmix64, text_hash128
-
-M64 = (1 << 64) - 1
-TAGS = {
-    "word": int.from_bytes(b"nd:words", "little"),
-    "char": int.from_bytes(b"nd:chars", "little"),
-    "text": int.from_bytes(b"nd:text2", "little"),
-}
-TEXT_SEED = 0x6E65617264757031  # the documented default seed of text_hash128
-
-
-# ------------------------------------------------------------------------------------------
-# Pure-Python reference
-
-
-def ref_splitmix64(seed: int, count: int) -> list[int]:
-    out = []
-    state = seed & M64
-    for _ in range(count):
-        state = (state + 0x9E3779B97F4A7C15) & M64
-        z = state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
-        out.append(z ^ (z >> 31))
-    return out
-
-
-def rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (64 - r))) & M64
-
-
-def ref_fmix64(z: int) -> int:
-    z ^= z >> 33
-    z = (z * 0xFF51AFD7ED558CCD) & M64
-    z ^= z >> 33
-    z = (z * 0xC4CEB9FE1A85EC53) & M64
-    return z ^ (z >> 33)
-
-
-def ref_hash_bytes(b: bytes, k0: int, k1: int, k2: int) -> int:
-    h = k0
-    full = len(b) // 8 * 8
-    for i in range(0, full, 8):
-        w = int.from_bytes(b[i : i + 8], "little")
-        w = (rotl((w * k1) & M64, 31) * k2) & M64
-        h = (rotl(h ^ w, 27) * 5 + 0x52DCE729) & M64
-    if full < len(b):
-        w = int.from_bytes(b[full:], "little")
-        h ^= (rotl((w * k1) & M64, 31) * k2) & M64
-    return ref_fmix64(h ^ len(b))
-
-
-def hash_keys(seed: int, tag: str, count: int) -> list[int]:
-    s = ref_splitmix64(seed ^ TAGS[tag], count)
-    return [s[0], s[1] | 1, s[2] | 1, *s[3:]]
-
-
-def ref_shingles(text: str, unit: str, n: int, char_n: int) -> set[tuple[str, ...]]:
-    """Word shingles as ("w", w1, ..., wn), char shingles as ("c", ngram)."""
-    if unit == "word":
-        words = [w for w in text.split(" ") if w]
-        if len(words) >= n:
-            return {("w", *words[j : j + n]) for j in range(len(words) - n + 1)}
-        n = char_n
-    if not text:
-        return set()
-    if len(text) < n:
-        return {("c", text)}
-    return {("c", text[j : j + n]) for j in range(len(text) - n + 1)}
-
-
-def ref_shingle_hash(sh: tuple[str, ...], seed: int) -> int:
-    if sh[0] == "c":
-        k0, k1, k2 = hash_keys(seed, "char", 3)
-        return ref_hash_bytes(sh[1].encode(), k0, k1, k2)
-    w0, w1, w2, c0, c1 = hash_keys(seed, "word", 5)
-    c1 |= 1
-    h = c0
-    for word in sh[1:]:
-        h = ((rotl(h, 29) ^ ref_hash_bytes(word.encode(), w0, w1, w2)) * c1) & M64
-    return ref_fmix64(h)
-
-
-def ref_text_hash(text: str, seed: int = TEXT_SEED) -> tuple[int, int]:
-    s = ref_splitmix64(seed ^ TAGS["text"], 6)
-    b = text.encode()
-    return (
-        ref_hash_bytes(b, s[0], s[1] | 1, s[2] | 1),
-        ref_hash_bytes(b, s[3], s[4] | 1, s[5] | 1),
-    )
-
+from neardup.kernels.hashing import shingle_hashes, splitmix64, text_hash128
+from neardup_testkit.hashspec import shingle_hash, text_hash
+from neardup_testkit.hashspec import shingles as ref_shingles
+from neardup_testkit.hashspec import splitmix64 as ref_splitmix64
 
 # ------------------------------------------------------------------------------------------
 # Random texts
@@ -172,7 +86,7 @@ def test_shingle_hashes_equal_python_reference(unit: str, n: int, char_n: int) -
     assert offsets.dtype == np.int64 and hashes.dtype == np.uint64
     assert offsets.shape == (len(texts) + 1,) and offsets[0] == 0 and offsets[-1] == len(hashes)
     for text, got in zip(texts, doc_sets(offsets, hashes), strict=True):
-        want = sorted({ref_shingle_hash(sh, seed) for sh in ref_shingles(text, unit, n, char_n)})
+        want = sorted({shingle_hash(sh, seed) for sh in ref_shingles(text, unit, n, char_n)})
         assert got.tolist() == want, text
 
 
@@ -199,15 +113,13 @@ def test_non_normalized_spacing_defines_words_by_runs() -> None:
     o, h = shingle_hashes(pa.array(texts), "word", 2, 3, 5)
     a, b = doc_sets(o, h)
     assert a.tolist() == b.tolist()
-    assert a.tolist() == sorted({ref_shingle_hash(s, 5) for s in ref_shingles("a b c d", "word", 2, 3)})
+    assert a.tolist() == sorted({shingle_hash(s, 5) for s in ref_shingles("a b c d", "word", 2, 3)})
 
 
 def test_short_documents_fall_back_to_char_shingles() -> None:
     texts = ["ab cd ef", "日本語のテキスト", "one two three four five", "x", ""]
-    counts = shingle_counts(pa.array(texts), "word", 5, 3)
     # 8 code points -> 6 trigrams; 8 CJK code points -> 6; 5 words -> 1 word 5-gram;
     # 1 code point < 3 -> the whole text; empty -> none.
-    assert counts.tolist() == [6, 6, 1, 1, 0]
     o, h = shingle_hashes(pa.array(texts), "word", 5, 3, 11)
     assert np.diff(o).tolist() == [6, 6, 1, 1, 0]
     # The fallback shingles are the char shingles of unit="char" with n = char_ngram.
@@ -215,12 +127,11 @@ def test_short_documents_fall_back_to_char_shingles() -> None:
     sets = doc_sets(o, h)
     char_sets = doc_sets(oc, hc)
     assert [s.tolist() for s in sets[:2] + sets[3:]] == [s.tolist() for s in char_sets]
-    assert h[o[3]] == ref_shingle_hash(("c", "x"), 11)
+    assert h[o[3]] == shingle_hash(("c", "x"), 11)
 
 
 def test_repeated_shingles_are_deduplicated() -> None:
-    counts = shingle_counts(pa.array(["a a a a a a", "abababab"]), "word", 2, 2)
-    assert counts.tolist() == [5, 7]  # the second falls back to char bigrams
+    # 5 word bigrams, all "a a"; the second text falls back to 7 char bigrams, 2 distinct.
     o, _ = shingle_hashes(pa.array(["a a a a a a", "abababab"]), "word", 2, 2, 0)
     assert np.diff(o).tolist() == [1, 2]
     o, _ = shingle_hashes(pa.array(["abababab"]), "char", 2, 0, 0)
@@ -265,10 +176,6 @@ def test_array_layouts_give_identical_results() -> None:
             o, h = shingle_hashes(sl, "word", 3, 4, 8)
             assert [s.tolist() for s in doc_sets(o, h)] == ref_sets[lo:hi]
             assert text_hash128(sl).tolist() == th[lo:hi].tolist()
-            assert (
-                shingle_counts(sl, "word", 3, 4).tolist()
-                == shingle_counts(large, "word", 3, 4)[lo:hi].tolist()
-            )
 
 
 def test_nulls_are_empty_strings() -> None:
@@ -281,7 +188,6 @@ def test_nulls_are_empty_strings() -> None:
     assert with_null.to_pylist() == ["alpha beta gamma", None, "delta"]
     o, _h = shingle_hashes(with_null, "word", 2, 3, 0)
     assert np.diff(o).tolist() == [2, 0, 3]
-    assert shingle_counts(with_null, "word", 2, 3).tolist() == [2, 0, 3]
     th = text_hash128(with_null)
     assert th[1].tolist() == text_hash128(pa.array([""]))[0].tolist()
     assert text_hash128(pa.array([None, None], pa.null())).shape == (2, 2)
@@ -292,13 +198,12 @@ def test_text_hash128_matches_reference() -> None:
     texts = [*random_texts(rng, 50), "", "a", "exactly8", "exactly8!", "x" * 1000]
     got = text_hash128(pa.array(texts))
     assert got.dtype == np.int64 and got.shape == (len(texts), 2)
-    want = np.array([ref_text_hash(t) for t in texts], dtype=np.uint64).view(np.int64)
+    want = np.array([text_hash(t) for t in texts], dtype=np.uint64).view(np.int64)
     assert got.tolist() == want.tolist()
     assert len({tuple(r) for r in got.tolist()}) == len(set(texts))
     other = text_hash128(pa.array(texts), seed=7)
     assert (
-        other.tolist()
-        == np.array([ref_text_hash(t, 7) for t in texts], dtype=np.uint64).view(np.int64).tolist()
+        other.tolist() == np.array([text_hash(t, 7) for t in texts], dtype=np.uint64).view(np.int64).tolist()
     )
 
 

@@ -1,12 +1,12 @@
-"""Memory rules (neardup.memory) and what the user is told when the JVM dies (jvmexit)."""
+"""Memory rules (neardup.runtime.memory) and what the user is told when the JVM dies (jvmexit)."""
 
 from __future__ import annotations
 
 import pytest
 
 from neardup.errors import stage_of, tag_stage
-from neardup.jvmexit import local_jvm_died, more_memory, task_failure
-from neardup.memory import (
+from neardup.runtime.jvmexit import local_jvm_died, more_memory, task_failure
+from neardup.runtime.memory import (
     MAX_ARROW_ROWS,
     MAX_BATCH,
     MAX_READER_ROWS,

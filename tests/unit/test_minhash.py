@@ -8,103 +8,27 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from neardup.hashing import shingle_hashes
-from neardup.minhash import (
+from neardup.kernels.hashing import shingle_hashes
+from neardup.kernels.minhash import (
     EMPTY_SLOT,
     MERSENNE_61,
     _classic_segment,
     band_keys,
-    empty_rows,
     estimate_jaccard,
     permutations,
     signatures,
-    signatures_from_hashes,
 )
+from neardup_testkit import hashspec
 
-P = (1 << 61) - 1
-M64 = (1 << 64) - 1
-M32 = 0xFFFFFFFF
-TAG_OPH = int.from_bytes(b"nd:oph64", "little")
-TAG_BAND = int.from_bytes(b"nd:bands", "little")
-
-
-# ------------------------------------------------------------------------------------------
-# Python-int references of the documented definitions
-
-
-def ref_splitmix64(seed: int, count: int) -> list[int]:
-    out = []
-    state = seed & M64
-    for _ in range(count):
-        state = (state + 0x9E3779B97F4A7C15) & M64
-        z = state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
-        out.append(z ^ (z >> 31))
-    return out
-
-
-def ref_fmix64(z: int) -> int:
-    z ^= z >> 33
-    z = (z * 0xFF51AFD7ED558CCD) & M64
-    z ^= z >> 33
-    z = (z * 0xC4CEB9FE1A85EC53) & M64
-    return z ^ (z >> 33)
-
-
-def ref_perms(num_perm: int, seed: int) -> tuple[list[int], list[int]]:
-    s = ref_splitmix64(seed, 2 * num_perm)
-    return [1 + v % (P - 1) for v in s[0::2]], [v % P for v in s[1::2]]
-
-
-def ref_classic(hashes: list[int], num_perm: int, seed: int) -> list[int]:
-    if not hashes:
-        return [EMPTY_SLOT] * num_perm
-    a, b = ref_perms(num_perm, seed)
-    return [min((ai * (x % P) + bi) % P for x in hashes) & M32 for ai, bi in zip(a, b, strict=True)]
-
-
-def ref_oph(hashes: list[int], k: int, seed: int) -> list[int]:
-    if not hashes:
-        return [EMPTY_SLOT] * k
-    mix, dens = ref_splitmix64(seed ^ TAG_OPH, 2)
-    bins: list[int | None] = [None] * k
-    for x in hashes:
-        m = ref_fmix64(x ^ mix)
-        j = ((m >> 32) * k) >> 32
-        v = m & M32
-        cur = bins[j]
-        if cur is None or v < cur:
-            bins[j] = v
-    out = []
-    for i in range(k):
-        got = bins[i]
-        t = 0
-        while got is None:
-            g = ref_fmix64(dens ^ ((i << 32) | t))
-            got = bins[((g >> 32) * k) >> 32]
-            t += 1
-        out.append(got)
-    return out
-
-
-def ref_band_keys(sig: list[int], bands: int, rows: int, seed: int) -> list[int]:
-    b0, b1 = ref_splitmix64(seed ^ TAG_BAND, 2)
-    b1 |= 1
-    keys = []
-    for j in range(bands):
-        h = ref_fmix64((b0 + j * 0x9E3779B97F4A7C15) & M64)
-        for v in sig[j * rows : (j + 1) * rows]:
-            h = (((((h << 29) | (h >> 35)) & M64) ^ v) * b1) & M64
-        h = ref_fmix64(h)
-        keys.append(h - (1 << 64) if h >= 1 << 63 else h)
-    return keys
-
-
-def random_hash_sets(rng: np.random.Generator, sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    hashes = rng.integers(0, 2**64 - 1, size=int(offsets[-1]), dtype=np.uint64, endpoint=True)
-    return offsets, hashes
+P = hashspec.P
+M64 = hashspec.M64
+M32 = hashspec.M32
+ref_splitmix64 = hashspec.splitmix64
+ref_fmix64 = hashspec.fmix64
+ref_perms = hashspec.permutations
+ref_classic = hashspec.classic
+ref_oph = hashspec.oph
+ref_band_keys = hashspec.band_keys
 
 
 def random_texts(seed: int, count: int) -> list[str | None]:
@@ -186,43 +110,33 @@ def test_wrapping_multiplication_would_differ() -> None:
 
 
 @pytest.mark.parametrize("method", ["classic", "oph"])
-def test_signatures_from_hashes_match_reference(method: str) -> None:
-    rng = np.random.default_rng(5)
-    sizes = [0, 1, 2, 3, 10, 64, 200, 400, 5]
-    offsets, hashes = random_hash_sets(rng, sizes)
-    hashes[offsets[3] : offsets[4]] = [0, M64, P]  # extremes inside a set
-    k, seed = 48, 777
-    got = signatures_from_hashes(offsets, hashes, num_perm=k, seed=seed, method=method)
-    assert got.dtype == np.uint32 and got.shape == (len(sizes), k)
+@pytest.mark.parametrize(
+    ("unit", "n", "char_n"), [("word", 3, 4), ("word", 5, 5), ("char", 5, 0), ("word", 1, 2)]
+)
+def test_signatures_match_reference_over_shingle_sets(method: str, unit: str, n: int, char_n: int) -> None:
+    """A signature is the reference MinHash of the document's set of shingle hashes,
+    whatever the string layout (int32 or int64 offsets, sliced)."""
+    texts = random_texts(n * 31 + char_n, 60)
     ref = ref_classic if method == "classic" else ref_oph
-    for i in range(len(sizes)):
-        hs = hashes[offsets[i] : offsets[i + 1]].tolist()
-        assert got[i].tolist() == ref(hs, k, seed), i
+    k, seed = 48, 777
+    for arr in (pa.array(texts, pa.string()), pa.array(texts, pa.large_string()).slice(7, 40)):
+        got = signatures(arr, unit=unit, ngram=n, char_ngram=char_n, num_perm=k, seed=seed, method=method)
+        assert got.dtype == np.uint32 and got.shape == (len(arr), k)
+        o, h = shingle_hashes(arr, unit, n, char_n, seed)
+        for i in range(len(arr)):
+            assert got[i].tolist() == ref(h[o[i] : o[i + 1]].tolist(), k, seed), i
 
 
 @pytest.mark.parametrize("method", ["classic", "oph"])
 def test_order_and_duplicates_do_not_matter(method: str) -> None:
-    rng = np.random.default_rng(9)
-    hs = rng.integers(0, 2**63, size=300, dtype=np.uint64)
-    shuffled_dup = np.concatenate([hs[::-1], hs[:50]])
-    o = np.array([0, 300, 650], dtype=np.int64)
-    sigs = signatures_from_hashes(o, np.concatenate([hs, shuffled_dup]), num_perm=64, seed=1, method=method)
+    words = [f"w{i}" for i in range(40)]
+    base = " ".join(words)
+    # The same set of word bigrams, in another order and with repeats.
+    shuffled = " ".join([*words[20:], "w19", *words[:20], *words[:10]])
+    sigs = signatures(
+        pa.array([base, shuffled]), unit="word", ngram=1, char_ngram=1, num_perm=64, seed=1, method=method
+    )
     assert sigs[0].tolist() == sigs[1].tolist()
-
-
-@pytest.mark.parametrize("method", ["classic", "oph"])
-@pytest.mark.parametrize(
-    ("unit", "n", "char_n"), [("word", 3, 4), ("word", 5, 5), ("char", 5, 0), ("word", 1, 2)]
-)
-def test_fused_equals_from_hashes(method: str, unit: str, n: int, char_n: int) -> None:
-    texts = random_texts(n * 31 + char_n, 120)
-    for arr in (pa.array(texts, pa.string()), pa.array(texts, pa.large_string()).slice(7, 90)):
-        fused = signatures(arr, unit=unit, ngram=n, char_ngram=char_n, num_perm=128, seed=3, method=method)
-        o, h = shingle_hashes(arr, unit, n, char_n, 3)
-        separate = signatures_from_hashes(o, h, num_perm=128, seed=3, method=method)
-        assert fused.dtype == np.uint32 and fused.shape == (len(arr), 128)
-        np.testing.assert_array_equal(fused, separate)
-        assert empty_rows(fused).tolist() == (np.diff(o) == 0).tolist()
 
 
 def test_empty_documents_get_the_sentinel() -> None:
@@ -230,12 +144,12 @@ def test_empty_documents_get_the_sentinel() -> None:
     for method in ("classic", "oph"):
         sigs = signatures(arr, unit="word", ngram=2, char_ngram=3, num_perm=16, seed=0, method=method)
         assert sigs[0].tolist() == [EMPTY_SLOT] * 16 and sigs[1].tolist() == [EMPTY_SLOT] * 16
-        assert empty_rows(sigs).tolist() == [True, True, False]
+        assert (sigs == EMPTY_SLOT).all(axis=1).tolist() == [True, True, False]
 
 
 def test_single_shingle_oph_fills_every_bin_with_it() -> None:
-    sig = signatures_from_hashes(
-        np.array([0, 1]), np.array([123456789], dtype=np.uint64), num_perm=32, seed=4, method="oph"
+    sig = signatures(
+        pa.array(["lonely"]), unit="word", ngram=1, char_ngram=1, num_perm=32, seed=4, method="oph"
     )
     assert len(set(sig[0].tolist())) == 1
 
@@ -278,7 +192,7 @@ def test_invalid_arguments() -> None:
     with pytest.raises(ValueError):
         signatures(arr, method="oph", **{**kw, "num_perm": 0})  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        signatures_from_hashes(np.array([0, 5]), np.zeros(2, np.uint64), num_perm=8, seed=0, method="oph")
+        signatures(arr, method="oph", **{**kw, "unit": "token"})  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------------------------------
@@ -300,17 +214,14 @@ def test_estimator_unbiased_with_binomial_spread(
     only_a = only // 2
     only_b = only - only_a
     exact_j = shared / set_size
-    # Pair p: A = S_p + X_p, B = S_p + Y_p, all elements distinct random 64-bit values.
-    per_pair = shared + only_a + only_b
-    pool = rng.integers(0, 2**64 - 1, size=pairs * per_pair, dtype=np.uint64, endpoint=True)
-    assert len(np.unique(pool)) == len(pool)
-    pool = pool.reshape(pairs, per_pair)
-    sets_a = pool[:, : shared + only_a]
-    sets_b = np.concatenate([pool[:, :shared], pool[:, shared + only_a :]], axis=1)
-    hashes = np.concatenate([sets_a, sets_b], axis=1).ravel()
-    lengths = np.tile([shared + only_a, shared + only_b], pairs)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    sigs = signatures_from_hashes(offsets, hashes, num_perm=k, seed=11, method=method)
+    # Pair p: A = S_p + X_p, B = S_p + Y_p, every word distinct: word 1-grams are the sets.
+    salt = int(rng.integers(1 << 30))
+    texts = []
+    for p in range(pairs):
+        words = [f"p{salt}x{p}w{i}" for i in range(shared + only_a + only_b)]
+        texts.append(" ".join(words[: shared + only_a]))
+        texts.append(" ".join(words[:shared] + words[shared + only_a :]))
+    sigs = signatures(pa.array(texts), unit="word", ngram=1, char_ngram=1, num_perm=k, seed=11, method=method)
     est = estimate_jaccard(sigs[0::2], sigs[1::2])
     assert est.shape == (pairs,) and est.dtype == np.float64
     sd = np.sqrt(exact_j * (1 - exact_j) / k)

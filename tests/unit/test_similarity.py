@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from neardup.similarity import jaccard_of_pairs, signature_matrix
+from neardup.kernels.similarity import jaccard_of_pairs, signature_matrix
 
 
 def _pack(sets: list[set[int]]) -> tuple[np.ndarray, np.ndarray]:

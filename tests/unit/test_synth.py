@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import groundtruth as gt
-from neardup import synth
-from neardup.synth import CorpusSpec, generate
+from neardup_testkit import synth
+from neardup_testkit.synth import CorpusSpec, generate
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "sample" / "corpus.jsonl.gz"

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from neardup.textnorm import _WS_RUN, WHITESPACE_CLASS, collapse_whitespace, normalize
+from neardup.kernels.textnorm import _WS_RUN, WHITESPACE_CLASS, collapse_whitespace, normalize
 
 # Characters on which utf8proc (Arrow) and Python's unicodedata agree for NFKC and lowercase
 # (no İ, final sigma or other context-dependent mappings), covering every class the

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit
 
-from neardup.hashing import text_buffers
+from neardup.kernels.arrow import text_buffers
 
 __all__ = ["WHITESPACE_CLASS", "collapse_whitespace", "normalize"]
 

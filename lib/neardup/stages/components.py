@@ -23,9 +23,8 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from neardup.columns import COMPONENT, DOC_ID, DST, SRC
+from neardup.config import BACKENDS
 from neardup.errors import NeardupError, UsageError
-
-BACKENDS = ("auto", "builtin", "graphframes")
 
 _GRAPHFRAMES_CLASS = "org.graphframes.GraphFrame"
 _GRAPHFRAMES_HINT = (

@@ -18,7 +18,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from neardup.fs import FileSystem
+from neardup.runtime.fs import FileSystem
 
 log = logging.getLogger("neardup")
 

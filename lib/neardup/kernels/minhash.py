@@ -1,10 +1,10 @@
 """MinHash signatures (classic and one-permutation) and LSH band keys, as numba kernels.
 
 Signatures are ``(n, num_perm)`` uint32. Both methods read the shingle hashes defined in
-:mod:`neardup.hashing`; :func:`signatures` shingles the Arrow text buffers itself (one reused
-per-document scratch buffer, nothing materialized for the batch) and gives, slot for slot,
-the same result as :func:`signatures_from_hashes` over :func:`neardup.hashing.shingle_hashes`
-(duplicate shingles cannot change a minimum).
+:mod:`neardup.kernels.hashing`; :func:`signatures` shingles the Arrow text buffers itself
+(one reused per-document scratch buffer, nothing materialized for the batch): a signature
+is a function of the document's set of shingle hashes (duplicates cannot change a minimum),
+which the tests check against a Python reference over ``shingle_hashes``.
 
 classic
     ``permutations(num_perm, seed)``: the SplitMix64 stream of ``seed`` (see hashing) read in
@@ -24,9 +24,8 @@ oph
     M and D are the first two outputs of ``splitmix64(seed ^ TAG_OPH)``. O(L + k) per document.
 
 Empty documents (no shingles: empty text) get every slot = ``EMPTY_SLOT`` (0xFFFFFFFF).
-A real document has all slots equal to it with probability about 2^-(32 k), so
-:func:`empty_rows` identifies them; callers must exclude them from banding and verification
-(two empty documents would otherwise look identical).
+A real document has all slots equal to it with probability about 2^-(32 k); callers must
+exclude empty documents from banding and verification (two would otherwise look identical).
 
 Band keys: for band j (slots ``[j*rows, (j+1)*rows)``),
 ``h = fmix64(B0 + j * 0x9E3779B97F4A7C15)``; for each slot value v in order
@@ -34,9 +33,8 @@ Band keys: for band j (slots ``[j*rows, (j+1)*rows)``),
 ``splitmix64(seed ^ TAG_BAND)``. Mixing the band index in keeps equal slot values in different
 bands from sharing a bucket.
 
-The fused kernels here call kernels from neardup.hashing. numba's on-disk cache does not track
-changes in other modules: after editing hashing.py, delete ``lib/neardup/__pycache__/*.nb*``
-(or touch this file) before trusting results.
+The fused kernels here call kernels of neardup.kernels.hashing; numba's on-disk cache does
+not notice edits there, so its directory is keyed to every kernel source (numba_cache.py).
 """
 
 from __future__ import annotations
@@ -48,15 +46,15 @@ import numpy.typing as npt
 import pyarrow as pa
 from numba import njit
 
-from neardup.hashing import (
+from neardup.kernels.arrow import text_buffers
+from neardup.kernels.hashing import (
     MASK64,
-    _check_shingle_args,
-    _doc_shingles,
-    _rotl,
+    check_shingle_args,
+    doc_shingles,
     fmix64,
+    rotl,
     shingle_keys,
     splitmix64,
-    text_buffers,
 )
 
 __all__ = [
@@ -66,11 +64,9 @@ __all__ = [
     "TAG_BAND",
     "TAG_OPH",
     "band_keys",
-    "empty_rows",
     "estimate_jaccard",
     "permutations",
     "signatures",
-    "signatures_from_hashes",
 ]
 
 U64Array = npt.NDArray[np.uint64]
@@ -271,27 +267,8 @@ def _sign_texts_kernel(
     ring = np.empty(max(n, 1), dtype=np.uint64)
     scratch = np.empty(k, dtype=np.uint64)
     for d in range(ndocs):
-        c = _doc_shingles(data, starts[d], ends[d], word_mode, n, char_n, keys, ring, buf, 0)
+        c = doc_shingles(data, starts[d], ends[d], word_mode, n, char_n, keys, ring, buf, 0)
         _sign_segment(buf, 0, c, method, a_lo, a_hi, b, oph_keys, scratch, out[d])
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _sign_hashes_kernel(
-    offsets: I64Array,
-    hashes: U64Array,
-    method: int,
-    k: int,
-    a_lo: U64Array,
-    a_hi: U64Array,
-    b: U64Array,
-    oph_keys: U64Array,
-) -> U32Array:
-    ndocs = offsets.shape[0] - 1
-    out = np.empty((ndocs, k), dtype=np.uint32)
-    scratch = np.empty(k, dtype=np.uint64)
-    for d in range(ndocs):
-        _sign_segment(hashes, offsets[d], offsets[d + 1], method, a_lo, a_hi, b, oph_keys, scratch, out[d])
     return out
 
 
@@ -304,7 +281,7 @@ def _band_keys_kernel(sigs: U32Array, bands: int, rows: int, k0: np.uint64, k1: 
             h = fmix64(k0 + np.uint64(j) * _GOLDEN)
             base = j * rows
             for r in range(rows):
-                h = (_rotl(h, _S29) ^ np.uint64(sigs[d, base + r])) * k1
+                h = (rotl(h, _S29) ^ np.uint64(sigs[d, base + r])) * k1
             out[d, j] = fmix64(h)
     return out
 
@@ -326,7 +303,7 @@ def signatures(
     """(n, num_perm) uint32 MinHash signatures of already normalized texts, shingled on the
     fly from the Arrow buffers. Equal, slot for slot, to
     ``signatures_from_hashes(*shingle_hashes(texts, unit, ngram, char_ngram, seed), ...)``."""
-    word_mode = _check_shingle_args(unit, ngram, char_ngram)
+    word_mode = check_shingle_args(unit, ngram, char_ngram)
     _check_num_perm(num_perm)
     seed = int(seed) & MASK64
     code, a_lo, a_hi, b, oph_keys = _kernel_params(method, int(num_perm), seed)
@@ -335,28 +312,6 @@ def signatures(
         starts, ends, data, word_mode, int(ngram), int(char_ngram), shingle_keys(seed),
         code, int(num_perm), a_lo, a_hi, b, oph_keys,
     )  # fmt: skip
-
-
-def signatures_from_hashes(
-    offsets: np.ndarray, hashes: np.ndarray, *, num_perm: int, seed: int, method: str
-) -> U32Array:
-    """(n, num_perm) uint32 signatures of the sets ``hashes[offsets[i]:offsets[i+1]]``
-    (duplicates allowed, order irrelevant) of 64-bit shingle hashes."""
-    _check_num_perm(num_perm)
-    code, a_lo, a_hi, b, oph_keys = _kernel_params(method, int(num_perm), int(seed) & MASK64)
-    offs = np.ascontiguousarray(offsets, dtype=np.int64)
-    hs = np.ascontiguousarray(hashes).astype(np.uint64, copy=False)
-    if offs.ndim != 1 or offs.shape[0] < 1:
-        raise ValueError("offsets must be a 1-d array of length n + 1")
-    if offs.shape[0] > 1 and (offs[0] < 0 or offs[-1] > hs.shape[0] or np.any(np.diff(offs) < 0)):
-        raise ValueError("offsets must be non-decreasing and within the hashes array")
-    return _sign_hashes_kernel(offs, hs, code, int(num_perm), a_lo, a_hi, b, oph_keys)
-
-
-def empty_rows(sigs: np.ndarray) -> npt.NDArray[np.bool_]:
-    """True for rows that are the signature of a document without shingles."""
-    s = np.asarray(sigs).astype(np.uint32, copy=False)
-    return np.all(s == _EMPTY32, axis=-1)
 
 
 def band_keys(sigs: np.ndarray, bands: int, rows: int, seed: int) -> I64Array:

@@ -13,7 +13,7 @@ import re
 import signal
 from dataclasses import dataclass
 
-from neardup.memory import GiB, format_size, parse_size
+from neardup.runtime.memory import GiB, format_size, parse_size
 
 # Spark's exit code for an OutOfMemoryError in a task thread (SparkExitCode.OOM), and
 # the JVM's own with -XX:+ExitOnOutOfMemoryError.

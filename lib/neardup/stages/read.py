@@ -20,7 +20,7 @@ from pyspark.sql import types as T
 from neardup import columns as C
 from neardup.config import Config
 from neardup.errors import InputDataError, UsageError
-from neardup.fs import FileSystem
+from neardup.runtime.fs import FileSystem
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Stage 6: one survivor per cluster, and every document's status.
+"""Stage: one survivor per cluster, and every document's status.
 
 A cluster is a connected component of verified edges between exact-group
 representatives, together with the exact copies of its members. The survivor is
@@ -9,15 +9,24 @@ of the whole cluster.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from neardup import columns as C
 from neardup.config import Config
-from neardup.sparkutil import survivor_columns
+from neardup.kernels.policy import survivor_order
 
 _EXACT = "_is_exact"
 _SIZE = "_size"
+
+
+def survivor_columns(cfg: Config) -> list[Column]:
+    """The survivor policy as Spark sort columns, best first, nulls last."""
+    out = []
+    for key in survivor_order(cfg.survivor.policy, bool(cfg.survivor.column)):
+        col = F.col(key.column)
+        out.append(col.desc_nulls_last() if key.descending else col.asc_nulls_last())
+    return out
 
 
 def select_survivors(members: DataFrame, components: DataFrame, cfg: Config, small: bool = True) -> DataFrame:

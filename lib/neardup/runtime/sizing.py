@@ -16,8 +16,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from neardup.memory import BatchSizes, batch_sizes, human
-from neardup.session import heap_and_slots
+from neardup.runtime.memory import BatchSizes, batch_sizes, human
+from neardup.runtime.session import heap_and_slots
 
 log = logging.getLogger("neardup")
 

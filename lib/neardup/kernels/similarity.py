@@ -1,6 +1,6 @@
 """Pure similarity kernels used by verification: signatures decoded from Arrow
 binary columns, and exact Jaccard of sorted shingle-hash sets. (The signature
-estimate itself is `neardup.minhash.estimate_jaccard`.)
+estimate itself is `neardup.kernels.minhash.estimate_jaccard`.)
 """
 
 from __future__ import annotations

@@ -63,20 +63,22 @@ import numpy.typing as npt
 import pyarrow as pa
 from numba import njit
 
+from neardup.kernels.arrow import text_buffers
+
 __all__ = [
     "DEFAULT_TEXT_SEED",
     "TAG_CHAR",
     "TAG_TEXT",
     "TAG_WORD",
     "UNITS",
-    "char_keys",
+    "check_shingle_args",
+    "doc_shingles",
     "fmix64",
     "hash_bytes",
-    "shingle_counts",
+    "rotl",
     "shingle_hashes",
     "shingle_keys",
     "splitmix64",
-    "text_buffers",
     "text_hash128",
 ]
 
@@ -151,17 +153,12 @@ def shingle_keys(seed: int) -> U64Array:
     return keys
 
 
-def char_keys(seed: int) -> U64Array:
-    """(K0, K1, K2): the hash_bytes keys of character shingles."""
-    return shingle_keys(seed)[5:8]
-
-
 # --------------------------------------------------------------------------------------------
 # Kernel building blocks
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _rotl(x: np.uint64, r: np.uint64) -> np.uint64:
+def rotl(x: np.uint64, r: np.uint64) -> np.uint64:
     return (x << r) | (x >> (_S64 - r))
 
 
@@ -195,8 +192,8 @@ def hash_bytes(data: U8Array, start: int, end: int, k0: np.uint64, k1: np.uint64
             | (np.uint64(data[i + _P6]) << np.uint64(48))
             | (np.uint64(data[i + _P7]) << np.uint64(56))
         )
-        w = _rotl(w * k1, _S31) * k2
-        h = _rotl(h ^ w, _S27) * _U5 + _MURMUR_ADD
+        w = rotl(w * k1, _S31) * k2
+        h = rotl(h ^ w, _S27) * _U5 + _MURMUR_ADD
         i += _P8
     if i < stop:
         w = _U0
@@ -205,7 +202,7 @@ def hash_bytes(data: U8Array, start: int, end: int, k0: np.uint64, k1: np.uint64
             w |= np.uint64(data[i]) << shift
             shift += _U8
             i += _P1
-        h ^= _rotl(w * k1, _S31) * k2
+        h ^= rotl(w * k1, _S31) * k2
     return fmix64(h ^ np.uint64(end - start))
 
 
@@ -260,7 +257,7 @@ def _next_char(data: U8Array, p: int, end: int) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _doc_shingles(
+def doc_shingles(
     data: U8Array,
     start: int,
     end: int,
@@ -305,11 +302,11 @@ def _doc_shingles(
                 shift += _U8
                 j += 1
                 if shift == _S64:
-                    h = _rotl(h ^ (_rotl(w * w1, _S31) * w2), _S27) * _U5 + _MURMUR_ADD
+                    h = rotl(h ^ (rotl(w * w1, _S31) * w2), _S27) * _U5 + _MURMUR_ADD
                     w = _U0
                     shift = _U0
             if shift != _U0:
-                h ^= _rotl(w * w1, _S31) * w2
+                h ^= rotl(w * w1, _S31) * w2
             # Wrap by compare, not `% n`: a 64-bit division per word costs more than its hash.
             ring[head] = fmix64(h ^ np.uint64(j - i))
             head += 1
@@ -319,9 +316,9 @@ def _doc_shingles(
             if words >= n:
                 h = c0
                 for t in range(head, n):
-                    h = (_rotl(h, _S29) ^ ring[t]) * c1
+                    h = (rotl(h, _S29) ^ ring[t]) * c1
                 for t in range(head):
-                    h = (_rotl(h, _S29) ^ ring[t]) * c1
+                    h = (rotl(h, _S29) ^ ring[t]) * c1
                 out[pos + emitted] = fmix64(h)
                 emitted += 1
             i = j
@@ -364,16 +361,6 @@ def _text_hash128_kernel(starts: I64Array, ends: I64Array, data: U8Array, keys: 
 
 
 @njit(cache=True, nogil=True)
-def _shingle_counts_kernel(
-    starts: I64Array, ends: I64Array, data: U8Array, word_mode: bool, n: int, char_n: int
-) -> I64Array:
-    out = np.empty(starts.shape[0], dtype=np.int64)
-    for d in range(starts.shape[0]):
-        out[d] = _doc_shingle_count(data, starts[d], ends[d], word_mode, n, char_n)
-    return out
-
-
-@njit(cache=True, nogil=True)
 def _shingle_hashes_kernel(
     starts: I64Array,
     ends: I64Array,
@@ -395,7 +382,7 @@ def _shingle_hashes_kernel(
     read = 0
     write = 0
     for d in range(ndocs):
-        c = _doc_shingles(data, starts[d], ends[d], word_mode, n, char_n, keys, ring, out, read)
+        c = doc_shingles(data, starts[d], ends[d], word_mode, n, char_n, keys, ring, out, read)
         seg = out[read : read + c]
         seg.sort()
         # Compact the unique values leftwards; write <= read, so nothing unread is overwritten.
@@ -415,62 +402,8 @@ def _shingle_hashes_kernel(
 # Arrow plumbing
 
 
-_EMPTY_DATA: U8Array = np.frombuffer(b"", dtype=np.uint8)
-
-
-def _as_single_array(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if isinstance(texts, pa.ChunkedArray):
-        if texts.num_chunks == 1:
-            return texts.chunk(0)
-        try:
-            return texts.combine_chunks()
-        except (pa.ArrowInvalid, pa.ArrowCapacityError):
-            # More than 2 GiB of int32-offset text: only int64 offsets can hold it in one array.
-            return texts.cast(pa.large_string()).combine_chunks()
-    if not isinstance(texts, pa.Array):
-        raise TypeError(f"expected a pyarrow Array or ChunkedArray, got {type(texts).__name__}")
-    return texts
-
-
-def text_buffers(texts: pa.Array | pa.ChunkedArray) -> tuple[I64Array, I64Array, U8Array]:
-    """(starts, ends, data) views of a string array's buffers, zero-copy for the text bytes.
-
-    ``data[starts[i]:ends[i]]`` is the UTF-8 of row i; a null row has ``starts == ends``.
-    int32 offsets are widened to int64 (n + 1 values) and the array's slice offset honoured.
-    """
-    arr = _as_single_array(texts)
-    n = len(arr)
-    t = arr.type
-    if pa.types.is_null(t):
-        z = np.zeros(n, dtype=np.int64)
-        return z, z.copy(), _EMPTY_DATA
-    if pa.types.is_string(t) or pa.types.is_binary(t):
-        off_dtype: type[np.signedinteger] = np.int32
-    elif pa.types.is_large_string(t) or pa.types.is_large_binary(t):
-        off_dtype = np.int64
-    elif str(t) in ("string_view", "binary_view"):  # by name: pa.types.is_*_view needs pyarrow 16
-        arr = arr.cast(pa.large_binary())
-        off_dtype = np.int64
-    else:
-        # No cast from other types: Arrow would happily format integers as text.
-        raise TypeError(f"expected a string array, got {t}")
-    bufs = arr.buffers()
-    if n == 0 or bufs[1] is None:
-        z = np.zeros(n, dtype=np.int64)
-        return z, z.copy(), _EMPTY_DATA
-    offsets = np.frombuffer(bufs[1], dtype=off_dtype)[arr.offset : arr.offset + n + 1]
-    # Fresh writable int64 copies (8 bytes a row, negligible next to the text) whatever the
-    # offset width: one array type per kernel argument means one numba specialization.
-    starts = offsets[:-1].astype(np.int64)
-    ends = offsets[1:].astype(np.int64)
-    if arr.null_count:
-        nulls = np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        ends[nulls] = starts[nulls]
-    data = _EMPTY_DATA if bufs[2] is None else np.frombuffer(bufs[2], dtype=np.uint8)
-    return starts, ends, data
-
-
-def _check_shingle_args(unit: str, ngram: int, char_ngram: int) -> bool:
+def check_shingle_args(unit: str, ngram: int, char_ngram: int) -> bool:
+    """Validate the shingling arguments; True for word mode (which may fall back to chars)."""
     if unit not in UNITS:
         raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
     if int(ngram) < 1:
@@ -499,19 +432,12 @@ def text_hash128(texts: pa.Array | pa.ChunkedArray, seed: int = DEFAULT_TEXT_SEE
     return out.view(np.int64)
 
 
-def shingle_counts(texts: pa.Array | pa.ChunkedArray, unit: str, ngram: int, char_ngram: int) -> I64Array:
-    """Number of shingle positions per row (before deduplication); 0 only for empty text."""
-    word_mode = _check_shingle_args(unit, ngram, char_ngram)
-    starts, ends, data = text_buffers(texts)
-    return _shingle_counts_kernel(starts, ends, data, word_mode, int(ngram), int(char_ngram))
-
-
 def shingle_hashes(
     texts: pa.Array | pa.ChunkedArray, unit: str, ngram: int, char_ngram: int, seed: int
 ) -> tuple[I64Array, U64Array]:
     """(offsets int64 of length n+1, hashes uint64): ``hashes[offsets[i]:offsets[i+1]]`` are
     the sorted unique shingle hashes of row i. Texts must already be normalized."""
-    word_mode = _check_shingle_args(unit, ngram, char_ngram)
+    word_mode = check_shingle_args(unit, ngram, char_ngram)
     starts, ends, data = text_buffers(texts)
     return _shingle_hashes_kernel(
         starts, ends, data, word_mode, int(ngram), int(char_ngram), shingle_keys(seed & MASK64)

@@ -21,7 +21,7 @@ from typing import Any
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
-from neardup.memory import format_size, human, local_heap, machine_memory, parse_size
+from neardup.runtime.memory import format_size, human, local_heap, machine_memory, parse_size
 
 log = logging.getLogger("neardup")
 

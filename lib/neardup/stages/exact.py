@@ -1,4 +1,4 @@
-"""Stage 2: group exact copies (equal normalized text) by their 128-bit hash.
+"""Stage: group exact copies (equal normalized text) by their 128-bit hash.
 
 Exact copies are settled before LSH: only one representative per group is banded
 and verified, which keeps identical copies out of LSH buckets. The representative
@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from neardup import columns as C
 from neardup.config import Config
-from neardup.sparkutil import survivor_columns
+from neardup.stages.survivors import survivor_columns
 
 
 def group_exact(hashed: DataFrame, cfg: Config) -> DataFrame:

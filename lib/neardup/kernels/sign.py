@@ -1,0 +1,87 @@
+"""Signing a batch: normalize, hash for exact copies, MinHash, band keys, in one pass.
+
+Why one pass for all of it: reading the text out of the JVM and normalizing it costs more
+than signing it (10-20 us per document with OPH), so hashing in one pass and signing in
+another, to spare the exact copies their signatures, costs more than it saves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from neardup import columns as C
+from neardup.kernels.hashing import text_hash128
+from neardup.kernels.minhash import band_keys, signatures
+from neardup.kernels.textnorm import normalize
+
+REASON_NULL = "null text"
+REASON_EMPTY = "empty text after normalization"
+
+
+@dataclass(frozen=True)
+class SignParams:
+    """Everything that determines a signature; also part of the signing stage's fingerprint."""
+
+    lowercase: bool
+    strip_punctuation: bool
+    unit: str
+    ngram: int
+    char_ngram: int
+    num_perm: int
+    seed: int
+    method: str
+    bands: int
+    rows: int
+
+
+def sign_batch(batch: pa.RecordBatch, p: SignParams, keep_signatures: bool) -> pa.RecordBatch:
+    """(_id, _text, _rank) -> (_id, _thash, _thash_lo, reason, _len, _rank, _bands[, _sig]).
+
+    `reason` is "null text" or "empty text after normalization" for a row that cannot be
+    signed (its `_bands` and `_sig` are null: nothing may band with it), else null.
+    `_len` counts the code points of the original text (0 when null), as Spark's `length`
+    would. `_bands` holds `bands` 64-bit keys; `_sig` is num_perm little-endian uint32 slots.
+    """
+    n = len(batch)
+    text = batch.column(C.TEXT)
+    is_null = text.is_null()
+    norm = normalize(pc.fill_null(text, ""), lowercase=p.lowercase, strip_punctuation=p.strip_punctuation)
+    empty = pc.equal(pc.binary_length(norm), 0)
+    reason = pc.if_else(is_null, REASON_NULL, pc.if_else(empty, REASON_EMPTY, pa.scalar(None, pa.string())))
+    length = pc.fill_null(pc.utf8_length(text), 0).cast(pa.int32())
+    h = text_hash128(norm)
+    sigs = signatures(
+        norm,
+        unit=p.unit,
+        ngram=p.ngram,
+        char_ngram=p.char_ngram,
+        num_perm=p.num_perm,
+        seed=p.seed,
+        method=p.method,
+    )
+    keys = band_keys(sigs, p.bands, p.rows, p.seed)
+    valid = pa.py_buffer(np.packbits(~np.asarray(empty), bitorder="little").tobytes())
+    key_col = pa.FixedSizeListArray.from_buffers(
+        pa.list_(pa.int64(), p.bands), n, [valid], children=[pa.array(keys.reshape(-1), pa.int64())]
+    ).cast(pa.list_(pa.int64()))
+    cols = [
+        batch.column(C.DOC_ID),
+        pa.array(h[:, 0], pa.int64()),
+        pa.array(h[:, 1], pa.int64()),
+        reason,
+        length,
+        batch.column(C.RANK),
+        key_col,
+    ]
+    names = [C.DOC_ID, C.TEXT_HASH, C.TEXT_HASH_LO, C.REASON, C.LENGTH, C.RANK, C.BAND_KEYS]
+    if keep_signatures:
+        sig_col = pa.FixedSizeBinaryArray.from_buffers(
+            pa.binary(4 * p.num_perm), n, [valid, pa.py_buffer(sigs.astype("<u4", copy=False).tobytes())]
+        ).cast(pa.binary())
+        cols.append(sig_col)
+        names.append(C.SIG)
+    return pa.RecordBatch.from_arrays(cols, names=names)

@@ -1,0 +1,2 @@
+"""What a run needs around its stages: the session, files, finished-stage reuse, the stage
+log, and memory sizing."""

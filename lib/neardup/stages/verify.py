@@ -1,0 +1,90 @@
+"""Stage: verify candidate edges before clustering.
+
+Unverified band collisions, chained by connected components, grow giant false
+clusters; so every candidate pair is scored and dropped below verify.threshold.
+`signature`: the MinHash estimate (the fraction of equal slots), which needs only
+the two signatures; `exact`: the Jaccard of the two shingle sets, recomputed
+from the normalized texts; `none`: every candidate is kept (similarity null).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from neardup import columns as C
+from neardup.kernels.sign import SignParams
+
+
+def _edge_schema(edges: DataFrame) -> T.StructType:
+    fields = {f.name: f for f in edges.schema.fields}
+    return T.StructType([fields[C.SRC], fields[C.DST], T.StructField(C.SIMILARITY, T.DoubleType(), False)])
+
+
+def _routed_to_groups(candidates: DataFrame, docs: DataFrame, broadcast: bool) -> DataFrame:
+    """(_src, _id, _text): each candidate endpoint's text sent to every group (edges of one
+    src) it is in, clustered by src and sorted by (_src, _id), so src comes first."""
+    members = (
+        candidates.select(F.col(C.SRC).alias(C.GROUP), F.col(C.SRC).alias(C.DOC_ID))
+        .union(candidates.select(F.col(C.SRC).alias(C.GROUP), F.col(C.DST).alias(C.DOC_ID)))
+        .distinct()
+    )
+    routed = docs.select(C.DOC_ID, C.TEXT).join(F.broadcast(members) if broadcast else members, C.DOC_ID)
+    return (
+        routed.repartition(C.GROUP).sortWithinPartitions(C.GROUP, C.DOC_ID).select(C.GROUP, C.DOC_ID, C.TEXT)
+    )
+
+
+def verify_pairs(
+    candidates: DataFrame,
+    signed: DataFrame,
+    docs: DataFrame,
+    params: SignParams,
+    method: str,
+    threshold: float,
+    broadcast_ends: bool = True,
+) -> DataFrame:
+    """(src, dst) -> (src, dst, similarity: double) for pairs scoring >= threshold.
+
+    `signature` joins `signed` (_id, _sig) twice (two shuffles of the candidates and the
+    signatures they need). `exact` needs the texts of `docs` (_id, _text): the edges are
+    grouped by their smaller end (src; a star's centre, or a small bucket's every member
+    but the last), each endpoint's text is shuffled once to each group it is in, and a
+    group is scored where it lands: one scan and one shuffle of the texts, and a text
+    normalized and shingled once per group rather than once per edge. (Joining the texts
+    as src and then as dst shuffled them three times over and took 18 s against 13 s on
+    1M documents.) With `broadcast_ends` the group memberships are broadcast, so the texts
+    of all other documents are dropped where they are read.
+    """
+    if method == "none":
+        return candidates.select(C.SRC, C.DST, F.lit(None).cast("double").alias(C.SIMILARITY))
+    if method == "exact":
+        routed = _routed_to_groups(candidates, docs, broadcast_ends)
+
+        def score(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            from neardup.kernels.verify import score_groups
+
+            return score_groups(batches, params, threshold)
+
+        return routed.mapInArrow(score, _edge_schema(candidates))
+    if method != "signature":  # pragma: no cover - config validation forbids it
+        raise ValueError(method)
+    side = signed.select(C.DOC_ID, C.SIG)
+    pairs = (
+        candidates.join(side.withColumnRenamed(C.DOC_ID, C.SRC).withColumnRenamed(C.SIG, C.SIG_A), C.SRC)
+        .join(side.withColumnRenamed(C.DOC_ID, C.DST).withColumnRenamed(C.SIG, C.SIG_B), C.DST)
+        .select(C.SRC, C.DST, C.SIG_A, C.SIG_B)
+    )
+    num_perm = params.num_perm
+
+    def estimate(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from neardup.kernels.verify import score_signature_pairs
+
+        for batch in batches:
+            yield score_signature_pairs(batch, num_perm, threshold)
+
+    return pairs.mapInArrow(estimate, _edge_schema(candidates))

@@ -1,0 +1,70 @@
+"""Stage: write clusters/, kept/ and rejected/ under the staging directory."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from neardup import columns as C
+from neardup.config import Config
+
+
+def write_outputs(
+    source: DataFrame,
+    cfg: Config,
+    assigned: DataFrame,
+    rejected: DataFrame,
+    staged: Mapping[str, str],
+    options: Mapping[str, str],
+    broadcast_dropped: bool,
+    broadcast_rejected: bool,
+) -> None:
+    """Write the three outputs to `staged[name]` with the Parquet writer `options`.
+
+    assigned (_id, _kept_id, status, ...): every signed document and exact copy;
+    rejected (_id, reason); source: the input rows, every column as read.
+
+    - clusters/: one row per input row, sorted by id: id, cluster_id, kept, status, reason.
+    - kept/: the input rows of kept documents, columns unchanged. The removed and rejected
+      ids are taken out with an anti join; broadcast (`broadcast_dropped`) when few, so the
+      texts are filtered where they are read instead of being shuffled.
+    - rejected/: the input rows that could not be processed, plus `reason` (named
+      `neardup_reason` if the input already has a `reason` column).
+    """
+    id_type = next(f.dataType for f in source.schema.fields if f.name == cfg.input.id_col)
+    clusters = assigned.select(
+        F.col(C.DOC_ID).alias(C.ID),
+        F.col(C.KEPT_ID).alias(C.CLUSTER_ID),
+        (F.col(C.DOC_ID) == F.col(C.KEPT_ID)).alias(C.KEPT),
+        F.col(C.STATUS),
+        F.lit(None).cast("string").alias(C.REASON),
+    ).unionByName(
+        rejected.select(
+            F.col(C.DOC_ID).alias(C.ID),
+            F.lit(None).cast(id_type).alias(C.CLUSTER_ID),
+            F.lit(False).alias(C.KEPT),
+            F.lit(C.STATUS_REJECTED).alias(C.STATUS),
+            F.col(C.REASON),
+        )
+    )
+    clusters.orderBy(C.ID).write.mode("overwrite").options(**options).parquet(staged["clusters"])
+
+    id_col = cfg.input.id_col
+    dropped = (
+        assigned.filter(F.col(C.DOC_ID) != F.col(C.KEPT_ID))
+        .select(F.col(C.DOC_ID).alias("_drop_id"))
+        .unionByName(rejected.select(F.col(C.DOC_ID).alias("_drop_id")))
+    )
+    if broadcast_dropped:
+        dropped = F.broadcast(dropped)
+    kept = source.join(dropped, F.col(id_col) == F.col("_drop_id"), "left_anti")
+    kept.write.mode("overwrite").options(**options).parquet(staged["kept"])
+
+    reason_name = "neardup_reason" if C.REASON in source.columns else C.REASON
+    reasons = rejected.select(F.col(C.DOC_ID).alias("_rej_id"), F.col(C.REASON).alias(reason_name))
+    if broadcast_rejected:
+        reasons = F.broadcast(reasons)
+    bad = source.join(reasons, F.col(id_col) == F.col("_rej_id")).drop("_rej_id")
+    bad.write.mode("overwrite").options(**options).parquet(staged["rejected"])
