@@ -9,7 +9,7 @@
    --cache (default /tmp/neardup-bench), reused by later runs with the same spec.
 2. Computes the exact ground truth: pairs with word-5-gram Jaccard >= the threshold
    (normalized: NFKC, lowercase, whitespace collapsed) and their connected components
-   (bench/e2e_truth.py says why brute force within planted clusters is exact, and checks it).
+   (neardup_testkit/truth.py says why brute force within planted clusters is exact, and checks it).
 3. Runs every tool in its own process with the same parameters (word 5-grams, 128
    permutations, threshold 0.8, the bands x rows neardup's configuration derives); wall
    time, CPU time and peak memory are measured over each process tree (the JVM and worker
@@ -27,6 +27,12 @@ seconds as well as wall seconds.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# The corpus generator and the references live in testkit/, which the wheel does not ship.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testkit"))
+
 import argparse
 import datetime as dt
 import json
@@ -35,20 +41,18 @@ import platform
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import psutil
 import pyarrow.parquet as pq
 
-from e2e_truth import Corpus, Truth, ensure_corpus, ground_truth, labels_from_ids, score
 from neardup import config as neardup_config
 from neardup_testkit.synth import CorpusSpec
+from neardup_testkit.truth import Corpus, Truth, ensure_corpus, ground_truth, labels_from_ids, score
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent

@@ -18,19 +18,24 @@ corpus does not need).
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# The corpus generator and the references live in testkit/, which the wheel does not ship.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testkit"))
+
 import argparse
 import json
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
 
-from e2e_truth import NGRAM, components
+from neardup_testkit.truth import NGRAM, components
 
 SEED = 1
 

@@ -10,10 +10,17 @@ measure for datasketch and rensa on the same texts. Figures, not assertions.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# The corpus generator and the references live in testkit/, which the wheel does not ship.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testkit"))
+
 import argparse
 import time
 from collections.abc import Callable
 
+from e2e_tools import word_shingles
 from neardup.kernels.minhash import signatures
 from neardup.kernels.textnorm import normalize
 from neardup_testkit.synth import CorpusSpec, generate
@@ -50,17 +57,13 @@ def main() -> None:
 
     py_texts = texts.to_pylist()
 
-    def words5(t: str) -> list[bytes]:
-        w = " ".join(t.lower().split()).split(" ")
-        return [" ".join(w[i : i + 5]).encode() for i in range(max(1, len(w) - 4))]
-
     try:
         from datasketch import MinHash
 
         def ds() -> None:
-            for t in py_texts:
+            for t in py_texts:  # raw text to signature, shingling included, as for neardup
                 m = MinHash(num_perm=k, seed=1)
-                m.update_batch(words5(t))
+                m.update_batch([s.encode() for s in word_shingles(t)])
 
         rows.append(("datasketch MinHash", _best_of(ds, 1)))
     except ImportError:
@@ -71,7 +74,7 @@ def main() -> None:
         def rs() -> None:
             for t in py_texts:
                 m = RMinHash(num_perm=k, seed=1)
-                m.update([s.decode() for s in words5(t)])
+                m.update(word_shingles(t))
 
         rows.append(("rensa RMinHash", _best_of(rs, args.repeat)))
     except ImportError:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "lib"))  # runnable from a checkout without installing
+sys.path.insert(0, str(ROOT / "testkit"))  # the generator: test support the wheel does not ship
 
 from neardup_testkit.synth import CorpusSpec, generate, write_jsonl_gz, write_parquet  # noqa: E402
 

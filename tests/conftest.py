@@ -5,12 +5,8 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 
 # Executors' Python must be this interpreter (the venv that has numba, pyarrow...).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -11,10 +11,10 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-import groundtruth
 from neardup.columns import COMPONENT, DOC_ID
 from neardup.errors import NeardupError, UsageError
 from neardup.stages.components import connected_components, graphframes_available
+from neardup_testkit import reference
 
 Edge = tuple[Any, Any]
 
@@ -23,7 +23,7 @@ def bfs_components(edges: Iterable[Edge]) -> dict[Any, Any]:
     """node -> smallest node of its component, for the nodes of real edges (self-loops and
     null endpoints are ignored, as the stage drops them)."""
     real = [(a, b) for a, b in edges if a is not None and b is not None and a != b]
-    return groundtruth.bfs_components([], real)
+    return reference.bfs_components([], real)
 
 
 def edges_df(spark: SparkSession, edges: Sequence[Edge], id_type: T.DataType) -> Any:

@@ -1,6 +1,6 @@
 """The whole pipeline on a generated corpus, scored against brute-force exact Jaccard.
 
-The reference (tests/groundtruth.py) shingles with Python's own unicodedata and
+The reference (neardup_testkit.reference) shingles with Python's own unicodedata and
 tuples of words and compares every pair that shares a shingle: it shares no code
 with the pipeline's kernels.
 """
@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from groundtruth import bfs_components, jaccard, shingles, similar_pairs
 from neardup import config
 from neardup.pipeline import run
+from neardup_testkit.reference import bfs_components, jaccard, shingles, similar_pairs
 from neardup_testkit.synth import CorpusSpec, generate
 
 N_DOCS = 5000

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from groundtruth import jaccard, shingles
 from neardup import config
 from neardup.stages.sign import sign_params
 from neardup.stages.verify import verify_pairs
+from neardup_testkit.reference import jaccard, shingles
 
 
 def _corpus(rng: random.Random) -> dict[str, str]:

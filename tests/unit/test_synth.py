@@ -1,7 +1,7 @@
-"""The synthetic corpus generator and the brute-force reference (tests/groundtruth.py).
+"""The synthetic corpus generator and the brute-force reference (neardup_testkit.reference).
 
 Both are test oracles, so both are checked against something simpler than
-themselves: planted Jaccard targets against `groundtruth.shingles`/`jaccard`
+themselves: planted Jaccard targets against `reference.shingles`/`jaccard`
 (plain Python sets), `similar_pairs` against an all-pairs loop, components
 against hand-made graphs.
 """
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import groundtruth as gt
+from neardup_testkit import reference as gt
 from neardup_testkit import synth
 from neardup_testkit.synth import CorpusSpec, generate
 

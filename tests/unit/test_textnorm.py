@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import random
 import sys
-import unicodedata
 from collections.abc import Sequence
 
 import pyarrow as pa
@@ -13,6 +12,7 @@ import pyarrow.compute as pc
 import pytest
 
 from neardup.kernels.textnorm import _WS_RUN, WHITESPACE_CLASS, collapse_whitespace, normalize
+from neardup_testkit import reference
 
 # Characters on which utf8proc (Arrow) and Python's unicodedata agree for NFKC and lowercase
 # (no İ, final sigma or other context-dependent mappings), covering every class the
@@ -28,14 +28,8 @@ ALPHABET = (
 
 
 def ref_normalize(s: str | None, lowercase: bool = True, strip_punctuation: bool = False) -> str | None:
-    if s is None:
-        return None
-    s = unicodedata.normalize("NFKC", s)
-    if lowercase:
-        s = s.lower()
-    if strip_punctuation:
-        s = "".join(" " if unicodedata.category(c)[0] in "PS" else c for c in s)
-    return " ".join(s.split())  # str.split() with no argument: every isspace() run
+    """The reference normalization (NFKC, case, punctuation, every isspace() run), nulls kept."""
+    return None if s is None else reference.normalize(s, lowercase, strip_punctuation)
 
 
 def norm_list(values: Sequence[str | None], **kw: bool) -> list[str | None]:

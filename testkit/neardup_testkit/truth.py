@@ -1,4 +1,5 @@
-"""Corpus cache, exact ground truth and cluster scoring for bench/e2e.py.
+"""Exact ground truth for generated corpora, fast (vectorized), with cluster scoring and a
+corpus cache; used by the benchmarks and the large tests.
 
 Independent of neardup's kernels on purpose (only the corpus generator is shared): the
 ground truth is computed from exact shingle sets, never from signatures, so a bug in a

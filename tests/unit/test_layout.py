@@ -1,0 +1,88 @@
+"""The package's boundaries: kernels never import pyspark; the numba cache follows the
+kernels' sources; the wheel carries the job and nothing else."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+LIB = Path(__file__).resolve().parents[2] / "lib"
+KERNELS = sorted(p.stem for p in (LIB / "neardup" / "kernels").glob("*.py") if p.stem != "__init__")
+
+
+def _python(code: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_every_kernel_imports_without_pyspark() -> None:
+    assert {"arrow", "hashing", "minhash", "sign", "lsh", "verify", "textnorm"} <= set(KERNELS)
+    code = (
+        "import importlib, json, sys\n"
+        f"for name in {KERNELS!r}:\n"
+        "    importlib.import_module('neardup.kernels.' + name)\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j'))))\n"
+    )
+    assert json.loads(_python(code)) == []
+
+
+def test_runtime_rules_import_without_pyspark() -> None:
+    code = (
+        "import json, sys\n"
+        "import neardup.config, neardup.runtime.memory, neardup.runtime.jvmexit, neardup.errors\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('pyspark'))))\n"
+    )
+    assert json.loads(_python(code)) == []
+
+
+@pytest.mark.slow
+def test_an_edited_kernel_dependency_is_never_served_from_a_stale_cache(tmp_path: Path) -> None:
+    """numba's own cache would keep minhash's compiled code after an edit of hashing.py
+    (it checks only the defining file); the cache directory keyed to every kernel source
+    makes the edit take effect."""
+    lib = tmp_path / "lib"
+    shutil.copytree(LIB / "neardup", lib / "neardup", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"PYTHONPATH": str(lib), "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    sign = (
+        "import pyarrow as pa\n"
+        "from neardup.kernels.minhash import signatures\n"
+        "s = signatures(pa.array(['wordsoflength thirteen characters'] * 1), unit='word', ngram=2, "
+        "char_ngram=2, num_perm=8, seed=1, method='oph')\n"
+        "import numba; print(s[0].tolist(), numba.config.CACHE_DIR)\n"
+    )
+    before, cache_before = _python(sign, env, tmp_path).rsplit(" ", 1)
+    again, _ = _python(sign, env, tmp_path).rsplit(" ", 1)
+    assert again == before  # loaded from the cache, same code
+    hashing = lib / "neardup" / "kernels" / "hashing.py"
+    text = hashing.read_text()
+    edited = text.replace("_MURMUR_ADD = np.uint64(0x52DCE729)", "_MURMUR_ADD = np.uint64(0x52DCE72B)")
+    assert edited != text
+    hashing.write_text(edited)
+    after, cache_after = _python(sign, env, tmp_path).rsplit(" ", 1)
+    assert cache_after != cache_before
+    assert after != before, "a signature computed by stale compiled code"
+
+
+def test_cache_directory_names_the_sources_digest(tmp_path: Path) -> None:
+    out = _python(
+        "import neardup.kernels, os; from neardup.kernels import numba_cache as c\n"
+        "print(os.environ['NUMBA_CACHE_DIR'], c.sources_digest())\n",
+        {"NUMBA_CACHE_DIR": str(tmp_path)},
+    )
+    path, digest = out.split()
+    assert path == str(tmp_path / f"neardup-{digest}")

@@ -1,0 +1,64 @@
+"""The fast references (neardup_testkit.truth, vectorized, used at benchmark scale) agree
+with the slow ones (neardup_testkit.reference, plain Python) they stand in for."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from neardup_testkit import reference, synth, truth
+
+
+def _partition(ids: list[int], labels: list[int]) -> dict[int, int]:
+    smallest: dict[int, int] = {}
+    for i, label in zip(ids, labels, strict=True):
+        smallest[label] = min(smallest.get(label, i), i)
+    return {i: smallest[label] for i, label in zip(ids, labels, strict=True)}
+
+
+def test_fast_ground_truth_equals_brute_force_clusters() -> None:
+    table = synth.generate(synth.CorpusSpec(num_docs=400, seed=21, mean_chars=600, max_cluster_size=6))
+    ids = table.column("id").to_pylist()
+    texts = table.column("text").to_pylist()
+    fast = truth.ground_truth(table.select(["text", "cluster"]), threshold=0.8, sample=200)
+    assert fast.sample_cross_pairs == 0
+    slow = reference.reference_clusters(ids, texts, 0.8)
+    assert _partition(ids, fast.labels.tolist()) == {i: slow[i] for i in ids}
+    assert fast.duplicate_clusters == len({v for k, v in slow.items() if k != v})
+    # Pairs at or above the threshold: the planted clusters' similar pairs (exact copies too).
+    similar = set(reference.similar_pairs(ids, texts, 0.8)) | reference.exact_pairs(ids, texts)
+    assert fast.similar_pairs == len(similar) > 50
+
+
+def test_fast_components_equal_bfs() -> None:
+    rng = random.Random(3)
+    n = 300
+    edges = [(rng.randrange(n), rng.randrange(n)) for _ in range(220)]
+    edges += [(i, i + 1) for i in range(100, 160)]  # a long path
+    a = np.array([e[0] for e in edges])
+    b = np.array([e[1] for e in edges])
+    fast = truth.components(n, a, b)
+    slow = reference.bfs_components(range(n), edges)
+    assert fast.tolist() == [slow[i] for i in range(n)]
+
+
+def test_fast_scores_equal_pair_counting() -> None:
+    rng = random.Random(8)
+    n = 250
+    predicted = [rng.randrange(60) for _ in range(n)]
+    true = [rng.randrange(40) for _ in range(n)]
+    fast = truth.score(np.array(predicted), np.array(true))
+    pred = dict(enumerate(predicted))
+    true_pairs = reference.cluster_pairs(dict(enumerate(true)))
+    precision, recall, f1 = reference.pair_scores(pred, true_pairs)
+    assert np.allclose([fast.precision, fast.recall, fast.f1], [precision, recall, f1], rtol=0, atol=1e-12)
+
+
+def test_fast_shingles_equal_reference_sets() -> None:
+    table = synth.generate(synth.CorpusSpec(num_docs=60, seed=4, mean_chars=400))
+    texts = table.column("text")
+    doc, k1, k2 = truth.shingle_rows(truth.normalized_words(texts))
+    sizes = np.bincount(doc, minlength=len(texts))
+    assert sizes.tolist() == [len(reference.shingles(t)) for t in texts.to_pylist()]
+    assert len(set(zip(doc.tolist(), k1.tolist(), k2.tolist(), strict=True))) == len(doc)
