@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -177,9 +178,13 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
         overrides.setdefault("input", {})["text_col"] = args.text_col
     if args.overwrite:
         overrides["output"] = {"overwrite": True}
-    cfg = config_mod.load(args.config, args.set, args.conf, overrides)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", config_mod.ConfigWarning)
+        cfg = config_mod.load(args.config, args.set, args.conf, overrides)
 
     _log_to_stderr(logging.WARNING if args.quiet else logging.INFO)
+    for w in caught:
+        log.warning("config: %s", w.message)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from neardup import pipeline
     from neardup.runtime.session import start

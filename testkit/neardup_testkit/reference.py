@@ -5,7 +5,7 @@ never uses MinHash signatures, LSH or Arrow buffers, so a bug in a kernel
 cannot be reproduced here and cancel out. `shingles` and `jaccard` are plain
 Python sets; `similar_pairs` is exact too (integer codes of the shingles, a
 prefix filter, exact intersections) and is tested against all pairs of
-`shingles` + `jaccard`. Semantics follow DESIGN.md and conf/default.yaml:
+`shingles` + `jaccard`. Semantics follow docs/design.md and conf/default.yaml:
 
 - normalize: Unicode NFKC, optionally lowercase, optionally replace Unicode
   punctuation and symbols (categories P* and S*) by spaces, then collapse

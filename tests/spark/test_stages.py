@@ -1,5 +1,6 @@
 """Small hand-made frames through the whole job: exact copies, survivor policies,
-rejected rows, and awkward ids. Expected results are written out by hand."""
+rejected rows, and awkward ids. Expected outputs are written out by hand, whole: every
+row of clusters/ with every column."""
 
 from __future__ import annotations
 
@@ -34,10 +35,20 @@ def _write(tmp: Path, rows: list[dict[str, Any]], name: str = "in.parquet") -> s
     return str(path)
 
 
-def _run(spark: Any, inp: str, out: Path, *sets: str) -> dict[Any, dict[str, Any]]:
+Row = tuple[Any, Any, bool, str, str | None]  # id, cluster_id, kept, status, reason
+
+
+def _clusters(out: Path) -> list[Row]:
+    """clusters/ as written, in its order (by id), every column."""
+    t = pq.read_table(out / "clusters")
+    assert t.column_names == ["id", "cluster_id", "kept", "status", "reason"]
+    return [(r["id"], r["cluster_id"], r["kept"], r["status"], r["reason"]) for r in t.to_pylist()]
+
+
+def _run(spark: Any, inp: str, out: Path, *sets: str) -> list[Row]:
     cfg = config.load(sets=list(sets))
     run(spark, cfg, inp, str(out))
-    return {r["id"]: r for r in pq.read_table(out / "clusters").to_pylist()}
+    return _clusters(out)
 
 
 def test_exact_copies_and_policies(spark: Any, tmp_path: Path) -> None:
@@ -50,36 +61,43 @@ def test_exact_copies_and_policies(spark: Any, tmp_path: Path) -> None:
         {"id": 1, "text": THIRD, "q": 0.3},
     ]
     inp = _write(tmp_path, rows)
-    # longest: the near duplicate is one word longer, so it survives the whole cluster.
-    got = _run(spark, inp, tmp_path / "a")
-    assert got[-1]["status"] == "kept" and got[-1]["cluster_id"] == -1
-    assert got[300]["cluster_id"] == -1 and got[4]["cluster_id"] == -1
-    # 4 and 300 are exact copies; 4 is longer (extra spaces), so 4 represents the group
-    # and 300 is its exact copy.
-    assert got[4]["status"] == "near_duplicate"
-    assert got[300]["status"] == "exact_duplicate"
-    statuses = sorted(r["status"] for r in got.values())
-    assert statuses == ["exact_duplicate", "kept", "near_duplicate", "unique", "unique"]
-    assert got[2]["status"] == "unique" and got[1]["status"] == "unique"
-
+    # longest: the near duplicate is one word longer, so it survives the whole cluster. 4 and
+    # 300 are exact copies; 4 is longer (extra spaces), so 4 represents the group (a near
+    # duplicate of -1) and 300 is its exact copy.
+    assert _run(spark, inp, tmp_path / "a") == [
+        (-1, -1, True, "kept", None),
+        (1, 1, True, "unique", None),
+        (2, 2, True, "unique", None),
+        (4, -1, False, "near_duplicate", None),
+        (300, -1, False, "exact_duplicate", None),
+    ]
     # quality: highest q wins (4, 0.9); nulls rank last.
-    got = _run(spark, inp, tmp_path / "b", "survivor.policy=quality", "survivor.column=q")
-    assert got[4]["status"] == "kept"
-    assert got[300]["status"] == "exact_duplicate" and got[300]["cluster_id"] == 4
-    assert got[-1]["status"] == "near_duplicate" and got[-1]["cluster_id"] == 4
-
-    # earliest without a column: smallest id.
-    got = _run(spark, inp, tmp_path / "c", "survivor.policy=earliest")
-    assert got[-1]["status"] == "kept"
-    assert {got[4]["cluster_id"], got[300]["cluster_id"]} == {-1}
+    assert _run(spark, inp, tmp_path / "b", "survivor.policy=quality", "survivor.column=q") == [
+        (-1, 4, False, "near_duplicate", None),
+        (1, 1, True, "unique", None),
+        (2, 2, True, "unique", None),
+        (4, 4, True, "kept", None),
+        (300, 4, False, "exact_duplicate", None),
+    ]
+    # earliest without a column: smallest id; 4 is the exact group's representative.
+    assert _run(spark, inp, tmp_path / "c", "survivor.policy=earliest") == [
+        (-1, -1, True, "kept", None),
+        (1, 1, True, "unique", None),
+        (2, 2, True, "unique", None),
+        (4, -1, False, "near_duplicate", None),
+        (300, -1, False, "exact_duplicate", None),
+    ]
+    kept = pq.read_table(tmp_path / "c" / "kept").sort_by("id")
+    assert kept.to_pylist() == [rows[2], rows[4], rows[3]]  # every input column, unchanged
 
 
 def test_longest_counts_characters_not_bytes(spark: Any, tmp_path: Path) -> None:
     # Exact copies after NFKC: " \ufb01ne" is 4 characters in 6 bytes, " fine" 5 in 5.
     rows = [{"id": 1, "text": BASE + " \ufb01ne"}, {"id": 2, "text": BASE + " fine"}]
-    got = _run(spark, _write(tmp_path, rows), tmp_path / "out")
-    assert got[2]["status"] == "kept"
-    assert got[1]["status"] == "exact_duplicate" and got[1]["cluster_id"] == 2
+    assert _run(spark, _write(tmp_path, rows), tmp_path / "out") == [
+        (1, 2, False, "exact_duplicate", None),
+        (2, 2, True, "kept", None),
+    ]
 
 
 def test_rejected_rows_and_string_ids(spark: Any, tmp_path: Path) -> None:
@@ -91,14 +109,19 @@ def test_rejected_rows_and_string_ids(spark: Any, tmp_path: Path) -> None:
         {"id": "zz", "text": OTHER},
     ]
     inp = _write(tmp_path, rows)
-    got = _run(spark, inp, tmp_path / "out")
-    assert got["a9"]["status"] == "rejected" and got["a9"]["reason"] == "null text"
-    assert got[""]["status"] == "rejected" and "empty" in got[""]["reason"]
-    assert got["a10"]["status"] == "kept" and got["b"]["status"] == "exact_duplicate"
-    assert got["b"]["cluster_id"] == "a10"  # same length: the smallest id wins
-    rejected = pq.read_table(tmp_path / "out" / "rejected").to_pylist()
-    assert sorted(r["id"] for r in rejected) == ["", "a9"]
-    assert all(r["reason"] for r in rejected)
+    # Same length: the smallest id ("a10" < "b" as strings) wins.
+    assert _run(spark, inp, tmp_path / "out") == [
+        ("", None, False, "rejected", "empty text after normalization"),
+        ("a10", "a10", True, "kept", None),
+        ("a9", None, False, "rejected", "null text"),
+        ("b", "a10", False, "exact_duplicate", None),
+        ("zz", "zz", True, "unique", None),
+    ]
+    rejected = pq.read_table(tmp_path / "out" / "rejected").sort_by("id").to_pylist()
+    assert rejected == [
+        {"id": "", "text": "   \n\t ", "reason": "empty text after normalization"},
+        {"id": "a9", "text": None, "reason": "null text"},
+    ]
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["counts"]["rejected"] == 2
     assert (tmp_path / "out" / "_SUCCESS").exists()
@@ -135,13 +158,6 @@ def test_output_safety(spark: Any, tmp_path: Path) -> None:
         run(spark, config.load(), str(tmp_path / "missing"), str(tmp_path / "o2"))
 
 
-def _statuses(out: Path) -> dict[str, tuple[str, str | None]]:
-    rows = pq.read_table(out / "clusters").to_pylist()
-    return {
-        str(r["id"]): (r["status"], None if r["cluster_id"] is None else str(r["cluster_id"])) for r in rows
-    }
-
-
 def test_every_input_format_gives_the_same_clusters(spark: Any, tmp_path: Path) -> None:
     import gzip
 
@@ -154,15 +170,16 @@ def test_every_input_format_gives_the_same_clusters(spark: Any, tmp_path: Path) 
         {"id": 11, "text": THIRD},
     ]
     parquet = _write(tmp_path, rows)
-    expected = {"7": ("exact_duplicate", "8"), "8": ("kept", "8"), "9": ("near_duplicate", "8")}
-    cfg = config.load()
-    run(spark, cfg, parquet, str(tmp_path / "o-parquet"))
-    base = _statuses(tmp_path / "o-parquet")
-    for k, v in expected.items():
-        # 7 and 9 are exact copies after lowercasing; 9 (uppercase) ties on length, so the
-        # smaller id 7 represents the pair... and is the near duplicate of 8.
-        assert base[k][1] == v[1]
-    assert base["10"] == ("unique", "10") and base["11"] == ("unique", "11")
+    # 7 and 9 are exact copies after lowercasing and tie on length, so the smaller id 7
+    # represents the pair, a near duplicate of the longer 8; 9 is 7's exact copy.
+    expected = [
+        (7, 8, False, "near_duplicate", None),
+        (8, 8, True, "kept", None),
+        (9, 8, False, "exact_duplicate", None),
+        (10, 10, True, "unique", None),
+        (11, 11, True, "unique", None),
+    ]
+    assert _run(spark, parquet, tmp_path / "o-parquet") == expected
 
     jsonl = tmp_path / "in.jsonl"
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -182,8 +199,13 @@ def test_every_input_format_gives_the_same_clusters(spark: Any, tmp_path: Path) 
         ("csv", str(csv), []),
         ("table", "neardup_test_docs", ["input.format=table"]),
     ]:
-        run(spark, config.load(sets=extra), path, str(tmp_path / f"o-{name}"))
-        assert _statuses(tmp_path / f"o-{name}") == base, name
+        got = _run(spark, path, tmp_path / f"o-{name}", *extra)
+        if name == "csv":  # CSV columns are strings: ids order and compare as strings
+            assert got == sorted(
+                ((str(i), str(c), k, s, r) for i, c, k, s, r in expected), key=lambda row: row[0]
+            ), name
+        else:
+            assert got == expected, name
 
 
 def test_verification_methods_and_oph(spark: Any, tmp_path: Path) -> None:
@@ -197,12 +219,16 @@ def test_verification_methods_and_oph(spark: Any, tmp_path: Path) -> None:
     ]
     inp = _write(tmp_path, rows)
     for i, sets in enumerate(
-        [["verify.method=exact"], ["minhash.method=oph"], ["verify.method=exact", "minhash.method=oph"]]
+        [["verify.method=exact"], ["verify.method=signature"], ["minhash.method=classic"]]
     ):
-        got = _run(spark, inp, tmp_path / f"o{i}", *sets)
-        assert got[2]["status"] == "kept" and got[1]["status"] == "near_duplicate", sets
-        assert got[3]["status"] == "unique" and got[4]["status"] == "unique", sets
+        assert _run(spark, inp, tmp_path / f"o{i}", *sets) == [
+            (1, 2, False, "near_duplicate", None),
+            (2, 2, True, "kept", None),
+            (3, 3, True, "unique", None),
+            (4, 4, True, "unique", None),
+        ], sets
     # With no verification every band collision is an edge.
-    _run(spark, inp, tmp_path / "none", "verify.method=none", "lsh.threshold=0.3")
+    with pytest.warns(config.ConfigWarning, match="verify.method = none"):
+        _run(spark, inp, tmp_path / "none", "verify.method=none", "lsh.threshold=0.3")
     counts = json.loads((tmp_path / "none" / "report.json").read_text())["counts"]
     assert counts["verified_pairs"] == counts["candidate_pairs"] >= 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from pathlib import Path
 
 import pytest
@@ -52,6 +54,32 @@ def test_layers_apply_in_order(tmp_path: Path) -> None:
         (["lsh.recall=1"], "lsh.recall must be strictly between 0 and 1"),
         (["lsh.all_pairs_up_to=0"], "lsh.all_pairs_up_to must be in 1..1024"),
         (["lsh.recall=0.999", "lsh.threshold=0.1", "minhash.num_perm=4"], "no lsh.bands x lsh.rows"),
+        (["input.format=xml"], "input.format must be one of auto, parquet, jsonl, csv, table"),
+        (["input.id_col="], "must not be null"),
+        (['input.id_col=""'], "input.id_col and input.text_col must not be empty"),
+        (["shingle.unit=token"], "shingle.unit must be one of word, char"),
+        (["shingle.ngram=65"], "shingle.ngram must be in 1..64"),
+        (["shingle.char_ngram=0"], "shingle.char_ngram must be in 1..64"),
+        (["minhash.num_perm=5000"], "minhash.num_perm must be in 1..4096"),
+        (["minhash.seed=-1"], "minhash.seed must be in 0..9223372036854775807"),
+        (["lsh.false_positive_weight=2"], "lsh.false_positive_weight must be in 0.0..1.0"),
+        (["lsh.false_negative_weight=-1"], "lsh.false_negative_weight must be in 0.0..1.0"),
+        (
+            ["lsh.recall=null", "lsh.false_positive_weight=0", "lsh.false_negative_weight=0"],
+            "are both 0",
+        ),
+        (["lsh.bands=0"], "lsh.bands must be at least 1"),
+        (["lsh.rows=-2"], "lsh.rows must be at least 1"),
+        (["verify.threshold=0"], "verify.threshold must be in (0, 1]"),
+        (["verify.threshold=1.5"], "verify.threshold must be in (0, 1]"),
+        (["components.backend=gx"], "components.backend must be one of auto, builtin, graphframes"),
+        (["components.max_iterations=0"], "components.max_iterations must be at least 1"),
+        (["survivor.policy=random"], "survivor.policy must be one of longest, earliest, quality"),
+        (["survivor.policy=earliest", "survivor.column=text"], "must not be the text column"),
+        (["memory.batch_size=lots"], "memory.batch_size must be a size"),
+        (["memory.batch_size=1k"], "memory.batch_size must be in 64k..1g"),
+        (["normalize.lowercase=maybe"], "must be true or false"),
+        (["lsh.threshold=high"], "must be a number"),
     ],
 )
 def test_bad_settings_are_usage_errors(sets: list[str], message: str) -> None:
@@ -108,7 +136,8 @@ def test_only_one_of_bands_rows_given() -> None:
 def test_recall_target_picks_bands_unless_bands_are_given() -> None:
     cfg = config.load(sets=["lsh.recall=0.99"])
     assert candidate_probability(0.8, cfg.bands, cfg.rows) >= 0.99
-    assert config.load(sets=["lsh.recall=0.99", "lsh.bands=10", "lsh.rows=5"]).bands == 10
+    with pytest.warns(config.ConfigWarning, match="uses 50 of minhash.num_perm = 128 slots"):
+        assert config.load(sets=["lsh.recall=0.99", "lsh.bands=10", "lsh.rows=5"]).bands == 10
 
 
 def test_credentials_are_redacted_in_the_report_view() -> None:
@@ -132,3 +161,56 @@ def test_credentials_are_redacted_in_the_report_view() -> None:
     assert "dapi123" not in str(shown) and "s3cr3t" not in str(shown)
     # The live config keeps the values: Spark needs them.
     assert cfg.spark["spark.hadoop.fs.s3a.secret.key"] == "s3cr3t"
+
+
+@pytest.mark.parametrize(
+    ("section", "changes", "message"),
+    [
+        ("lsh", {"threshold": 1.5}, "lsh.threshold must be strictly between 0 and 1"),
+        ("minhash", {"method": "fast"}, "minhash.method must be one of classic, oph"),
+        ("survivor", {"policy": "quality", "column": None}, "survivor.column is required"),
+        ("memory", {"batch_size": "huge"}, "memory.batch_size must be a size"),
+    ],
+)
+def test_replace_cannot_skip_a_check(section: str, changes: dict[str, object], message: str) -> None:
+    cfg = config.load()
+    with pytest.raises(UsageError, match=message):
+        dataclasses.replace(getattr(cfg, section), **changes)
+
+
+def test_replace_cannot_skip_the_cross_section_rules() -> None:
+    cfg = config.load()
+    with pytest.raises(UsageError, match=r"exceeds minhash\.num_perm"):
+        dataclasses.replace(cfg, minhash=dataclasses.replace(cfg.minhash, num_perm=16))
+    with pytest.raises(UsageError, match="must not be the text column"):
+        dataclasses.replace(cfg, survivor=config.SurvivorConfig(policy="earliest", column="text"))
+
+
+@pytest.mark.parametrize(
+    ("sets", "message"),
+    [
+        (["lsh.bands=4", "lsh.rows=5"], "uses 20 of minhash.num_perm = 128 slots"),
+        (["lsh.bands=2", "lsh.rows=32", "minhash.num_perm=64"], "with probability 0.00"),
+        (["verify.method=none", "lsh.threshold=0.5"], "verify.method = none at lsh.threshold = 0.5"),
+        (["verify.method=signature", "minhash.num_perm=32", "lsh.recall=0.99"], "num_perm = 32"),
+    ],
+)
+def test_footguns_warn(sets: list[str], message: str) -> None:
+    with pytest.warns(config.ConfigWarning, match=message):
+        config.load(sets=sets)
+
+
+def test_defaults_and_derived_bands_do_not_warn() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", config.ConfigWarning)
+        config.load()
+        config.load(sets=["lsh.threshold=0.3"])  # derived: 20 of 128 slots is the derivation's choice
+        config.load(sets=["verify.method=none", "lsh.threshold=0.95"])
+
+
+def test_allowed_values_are_written_once() -> None:
+    from neardup.kernels import hashing, minhash
+    from neardup.stages import components
+
+    assert config.UNITS is hashing.UNITS and config.METHODS is minhash.METHODS
+    assert components.BACKENDS is config.BACKENDS

@@ -57,7 +57,7 @@ def test_an_edited_kernel_dependency_is_never_served_from_a_stale_cache(tmp_path
     makes the edit take effect."""
     lib = tmp_path / "lib"
     shutil.copytree(LIB / "neardup", lib / "neardup", ignore=shutil.ignore_patterns("__pycache__"))
-    env = {"PYTHONPATH": str(lib), "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    env = {"PYTHONPATH": str(lib), "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "NEARDUP_NUMBA_CACHE_BASE": ""}
     sign = (
         "import pyarrow as pa\n"
         "from neardup.kernels.minhash import signatures\n"
@@ -82,7 +82,7 @@ def test_cache_directory_names_the_sources_digest(tmp_path: Path) -> None:
     out = _python(
         "import neardup.kernels, os; from neardup.kernels import numba_cache as c\n"
         "print(os.environ['NUMBA_CACHE_DIR'], c.sources_digest())\n",
-        {"NUMBA_CACHE_DIR": str(tmp_path)},
+        {"NUMBA_CACHE_DIR": str(tmp_path), "NEARDUP_NUMBA_CACHE_BASE": ""},
     )
     path, digest = out.split()
     assert path == str(tmp_path / f"neardup-{digest}")

@@ -134,7 +134,7 @@ def _size_local_heap(conf: Mapping[str, str], settings: dict[str, str]) -> str:
         return "JVM heap 1g (Spark's default: this machine's memory is unknown)"
     heap = local_heap(machine)
     settings[DRIVER_MEMORY] = format_size(heap)
-    return f"JVM heap {format_size(heap)} (half of this machine's {human(machine)})"
+    return f"JVM heap {human(heap)} (half of this machine's {human(machine)})"
 
 
 def _spark_defaults() -> dict[str, str]:
