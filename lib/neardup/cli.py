@@ -186,6 +186,13 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
     for w in caught:
         log.warning("config: %s", w.message)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise UsageError(
+            "pyspark is not installed: pip install 'neardup[spark]' (where Spark is provided, "
+            "as on Databricks or a cluster image, install neardup into that Python instead)"
+        ) from None
     from neardup import pipeline
     from neardup.runtime.session import start
 
