@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Package lib/ and submit jobs/dedup.py to any Spark master.
 #
-#   ./spark-submit.sh [spark-submit options] -- dedup --input ... --output ... [neardup options]
+#   ./spark-submit.sh [--with-graphframes] [spark-submit options] -- dedup --input ... --output ... [neardup options]
+#
+# --with-graphframes adds the GraphFrames package matching the pyspark found here (Spark
+# major version and Scala binary version) to --packages, for components.backend=graphframes.
 #
 # Executors need Python with numpy, pyarrow, numba and pyyaml. Either they have it
 # (a cluster image, see docker/), or set NEARDUP_VENV_ARCHIVE to a packed virtual
@@ -12,7 +15,11 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 python="${PYTHON:-python3}"
 
 submit_opts=()
-while [ $# -gt 0 ] && [ "$1" != "--" ]; do submit_opts+=("$1"); shift; done
+with_graphframes=0
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+  if [ "$1" = "--with-graphframes" ]; then with_graphframes=1; else submit_opts+=("$1"); fi
+  shift
+done
 if [ $# -eq 0 ]; then
   echo "usage: $0 [spark-submit options] -- dedup --input PATH --output PATH [options]" >&2
   exit 2
@@ -42,6 +49,10 @@ PY
 )
 
 extra=()
+if [ "$with_graphframes" = 1 ]; then
+  coordinate="$(PYTHONPATH="$here/lib" "$python" -c 'from neardup.runtime.packages import graphframes_package; print(graphframes_package())')"
+  extra+=(--packages "$coordinate")
+fi
 if [ -n "${NEARDUP_VENV_ARCHIVE:-}" ]; then
   extra+=(--archives "$NEARDUP_VENV_ARCHIVE#neardup_env" --conf spark.pyspark.python=./neardup_env/bin/python)
 fi

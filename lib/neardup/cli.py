@@ -196,7 +196,12 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
     from neardup import pipeline
     from neardup.runtime.session import start
 
-    run.started = started = start(args.master, cfg.spark, quiet_jvm=not args.debug)
+    packages = []
+    if cfg.components.backend == "graphframes":
+        from neardup.runtime.packages import graphframes_package
+
+        packages.append(graphframes_package(cfg.components.graphframes_package))
+    run.started = started = start(args.master, cfg.spark, quiet_jvm=not args.debug, packages=packages)
     spark = started.spark
     if not args.debug:
         _quiet_python_side(spark)
@@ -220,7 +225,7 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
     if started.jvm_log is not None:
         log.info("Spark's own log: %s (--debug shows it here)", started.jvm_log)
     for key in started.not_applied:
-        log.warning("--conf %s was not applied: the active Spark session cannot change it", key)
+        log.warning("%s was not applied: the active Spark session cannot change it", key)
     result = pipeline.run(spark, cfg, args.input, args.output)
     print(summary(result.output, result.report))
     return EXIT_OK

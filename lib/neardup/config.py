@@ -141,6 +141,7 @@ class VerifyConfig:
 class ComponentsConfig:
     backend: str = "auto"
     max_iterations: int = 60
+    graphframes_package: str | None = None  # Maven coordinate; None: the one for this Spark
 
     def __post_init__(self) -> None:
         _choice("components.backend", self.backend, BACKENDS)

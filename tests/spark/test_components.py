@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from conftest import NO_GRAPHFRAMES
 from neardup.columns import COMPONENT, DOC_ID
 from neardup.errors import NeardupError, UsageError
 from neardup.stages.components import connected_components, graphframes_available
@@ -217,25 +218,35 @@ def test_graphframes_without_jar_is_a_usage_error(spark: SparkSession) -> None:
         connected_components(edges_df(spark, [(1, 2)], T.LongType()), backend="graphframes")
 
 
-@pytest.mark.parametrize("seed", [11, 12])
-def test_graphframes_agrees_with_builtin(spark: SparkSession, seed: int) -> None:
-    if not graphframes_available(spark):
-        reason = (
-            "GraphFrames jar not on the classpath: class org.graphframes.GraphFrame does not "
-            "load (start Spark with --packages io.graphframes:graphframes-spark4_2.13:<version>)"
-        )
-        print(reason)
-        pytest.skip(reason)
+def _graphs(seed: int) -> list[tuple[str, list[Edge]]]:
+    """Random graphs, a long path, stars, and the same with shuffled (sparse, signed) ids."""
     rng = random.Random(seed)
-    for nodes, n_edges in [(50, 40), (400, 350)]:
-        edges = random_graph(rng, nodes, n_edges)
+    path = [(i, i + 1) for i in range(600)]
+    stars = [(c * 1000, c * 1000 + k) for c in range(1, 30) for k in range(1, 40)]
+    relabel = dict(zip(range(-1, 30_000), rng.sample(range(-(10**12), 10**12), 30_001), strict=True))
+    shuffled = [(relabel[a], relabel[b]) for a, b in path + [(a % 30_000, b % 30_000) for a, b in stars]]
+    return [
+        ("random 50", random_graph(rng, 50, 40)),
+        ("random 400", random_graph(rng, 400, 350)),
+        ("path 600", path),
+        ("stars", stars),
+        ("path and stars, shuffled ids", shuffled),
+    ]
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_graphframes_agrees_with_bfs_and_builtin(spark: SparkSession, seed: int) -> None:
+    if not graphframes_available(spark):
+        print(NO_GRAPHFRAMES)
+        pytest.skip(NO_GRAPHFRAMES)
+    for name, edges in _graphs(seed):
         df = edges_df(spark, edges, T.LongType())
         gf, gf_stats = connected_components(df, backend="graphframes")
         bi, _ = connected_components(df, backend="builtin")
         assert gf_stats["backend"] == "graphframes"
         gf_map = {r[DOC_ID]: r[COMPONENT] for r in gf.collect()}
-        assert gf_map == {r[DOC_ID]: r[COMPONENT] for r in bi.collect()}
-        assert gf_map == bfs_components(edges)
+        assert gf_map == bfs_components(edges), name
+        assert gf_map == {r[DOC_ID]: r[COMPONENT] for r in bi.collect()}, name
 
 
 def test_auto_uses_builtin_without_the_jar(spark: SparkSession) -> None:

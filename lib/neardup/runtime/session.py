@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
+from neardup.errors import NeardupError
 from neardup.runtime.memory import format_size, human, local_heap, machine_memory, parse_size
 
 log = logging.getLogger("neardup")
@@ -60,13 +62,19 @@ def get_spark(
 
 
 def start(
-    master: str | None, conf: Mapping[str, str], app_name: str = "neardup", quiet_jvm: bool = False
+    master: str | None,
+    conf: Mapping[str, str],
+    app_name: str = "neardup",
+    quiet_jvm: bool = False,
+    packages: Sequence[str] = (),
 ) -> Started:
     """Reuse the active session if there is one (Databricks, notebooks, tests), else build one.
 
     With no master and no `spark.master` anywhere, local mode with every core. In local
     mode without a user's `spark.driver.memory` the heap is half of the machine's memory.
     `quiet_jvm` sends the output of a JVM launched here to a log file (named in errors).
+    `packages` (Maven coordinates) join `spark.jars.packages`; an active session cannot
+    take them (they are reported in `not_applied`).
     """
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -76,6 +84,8 @@ def start(
                 active.conf.set(k, v)
             except Exception:  # static settings cannot change on a live session
                 refused.append(k)
+        loaded = active.sparkContext.getConf().get("spark.jars.packages", "") or ""
+        refused += [p for p in packages if p not in loaded.split(",")]
         return Started(active, True, "the active session's JVM", not_applied=refused)
     settings = dict(_DEFAULTS)
     if not master and "spark.master" not in conf and "MASTER" not in os.environ and not _submitted():
@@ -110,6 +120,9 @@ def start(
         user = conf.get("spark.driver.extraJavaOptions", "")
         settings["spark.driver.extraJavaOptions"] = " ".join([*java_options, user]).strip()
     merged = {**settings, **{k: v for k, v in conf.items() if k != "spark.driver.extraJavaOptions"}}
+    if packages:
+        wanted = [p for p in (merged.get("spark.jars.packages") or "").split(",") if p]
+        merged["spark.jars.packages"] = ",".join(dict.fromkeys([*wanted, *packages]))
     settings = merged
     jvm_log = None
     if not _submitted() and SparkContext._gateway is None:
@@ -170,12 +183,33 @@ def _launch_jvm(settings: Mapping[str, str], app_name: str, quiet: bool) -> Path
         popen = {"stdout": fd, "stderr": fd}
     try:
         gateway = launch_gateway(conf, popen_kwargs=popen)  # it adds its own keys to popen
+    except Exception as e:
+        if path is None:
+            raise
+        raise _launch_failure(path.read_text(errors="replace")) from e
     finally:
         if fd is not None:
             os.close(fd)
     SparkContext._gateway = gateway
     SparkContext._jvm = gateway.jvm
     return path
+
+
+def _launch_failure(log_text: str) -> NeardupError:
+    """Why the JVM did not start, from its own output."""
+    missing = re.search(r"unresolved dependency: ([\w.\-]+#[\w.\-]+;[\w.\-]+)", log_text)
+    if missing:
+        group, rest = missing.group(1).split("#", 1)
+        artifact, version = rest.split(";", 1)
+        coordinate = f"{group}:{artifact}:{version}"
+        return NeardupError(
+            f"Spark could not fetch the package {coordinate} (spark.jars.packages): it is neither in "
+            f"~/.m2 nor served by a repository Spark reaches; fetch it with mvn dependency:get "
+            f"-Dartifact={coordinate}, or set components.backend=builtin"
+        )
+    lines = [line for line in log_text.splitlines() if "Exception" in line or "Error" in line]
+    detail = lines[-1].strip()[:300] if lines else "no reason in its output"
+    return NeardupError(f"the Spark JVM did not start: {detail}")
 
 
 def jvm_process() -> Any:

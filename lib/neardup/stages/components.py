@@ -7,11 +7,11 @@ component:
   Components in MapReduce and Beyond") with the DataFrame API only: no Python
   UDFs, nothing of the graph collected to the driver. O(log^2 n) rounds.
 - ``graphframes``: ``GraphFrame.connectedComponents()``, when the GraphFrames
-  jar is in the JVM (it comes from Maven at submit time, so it is absent on
-  development machines and in the tests).
+  jar is in the JVM (neardup adds its package to a session it starts with
+  ``components.backend: graphframes``; runtime/packages.py).
 
-``auto`` picks GraphFrames when its JVM class loads and a checkpoint directory
-is set (GraphFrames needs one), else the built-in implementation.
+``auto`` picks GraphFrames when its JVM class is already loaded and a checkpoint
+directory is set (GraphFrames needs one), else the built-in implementation.
 """
 
 from __future__ import annotations
@@ -25,12 +25,21 @@ from pyspark.sql import functions as F
 from neardup.columns import COMPONENT, DOC_ID, DST, SRC
 from neardup.config import BACKENDS
 from neardup.errors import NeardupError, UsageError
+from neardup.runtime.packages import GRAPHFRAMES_CLASS, graphframes_package
 
-_GRAPHFRAMES_CLASS = "org.graphframes.GraphFrame"
-_GRAPHFRAMES_HINT = (
-    "add the jar with spark-submit --packages io.graphframes:graphframes-spark4_2.13:<version> "
-    "(graphframes-spark3_2.12 on Spark 3), or set components.backend=builtin"
-)
+_GRAPHFRAMES_CLASS = GRAPHFRAMES_CLASS
+
+
+def _graphframes_hint() -> str:
+    try:
+        coordinate = graphframes_package()
+    except Exception:  # no local pyspark (a cluster's own Spark): name the pattern
+        coordinate = "io.graphframes:graphframes-spark4_2.13:<version>"
+    return (
+        f"neardup adds it to a session it starts; to a session started elsewhere add "
+        f"--packages {coordinate} (./spark-submit.sh --with-graphframes), or set "
+        "components.backend=builtin"
+    )
 
 # Internal columns of the builtin backend. In every edge DataFrame it keeps, edges are
 # oriented SRC > DST (child -> smaller parent), distinct, without self-loops.
@@ -128,7 +137,7 @@ def connected_components(
         if not graphframes_available(spark):
             raise UsageError(
                 f"components.backend=graphframes but the GraphFrames jar is not loaded "
-                f"(class {_GRAPHFRAMES_CLASS} not found): {_GRAPHFRAMES_HINT}"
+                f"(class {_GRAPHFRAMES_CLASS} not found): {_graphframes_hint()}"
             )
         if _checkpoint_dir(spark) is None:
             raise UsageError(
