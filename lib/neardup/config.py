@@ -29,6 +29,7 @@ from neardup.kernels.minhash import METHODS
 from neardup.runtime.memory import GiB, KiB, parse_size
 
 FORMATS = ("auto", "parquet", "jsonl", "csv", "table")
+MALFORMED = ("fail", "reject")
 VERIFY_METHODS = ("exact", "signature", "none")
 BACKENDS = ("auto", "builtin", "graphframes")
 POLICIES = ("longest", "earliest", "quality")
@@ -61,9 +62,11 @@ class InputConfig:
     id_col: str = "id"
     text_col: str = "text"
     csv_header: bool = True
+    malformed: str = "fail"
 
     def __post_init__(self) -> None:
         _choice("input.format", self.format, FORMATS)
+        _choice("input.malformed", self.malformed, MALFORMED)
         if not self.id_col or not self.text_col:
             raise UsageError("config keys input.id_col and input.text_col must not be empty")
         if self.id_col == self.text_col:

@@ -51,7 +51,7 @@ from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
 from neardup.stages.exact import group_exact
 from neardup.stages.lsh import candidate_edges
-from neardup.stages.read import CORRUPT, check_columns, check_rows, documents, read_input
+from neardup.stages.read import CORRUPT, check_columns, check_rows, documents, malformed_lines, read_input
 from neardup.stages.sign import sign_documents, sign_params
 from neardup.stages.survivors import select_survivors
 from neardup.stages.verify import verify_pairs
@@ -188,12 +188,14 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
 
 @dataclass(frozen=True)
 class _Input:
-    source: DataFrame  # the input rows, every column as read
+    source: DataFrame  # the input rows with an id, every column as read
     docs: DataFrame  # (_id, _text, _rank)
-    rows: int
+    rows: int  # every input row, malformed lines included
     batches: BatchSizes
     params: SignParams
     fps: Fingerprints
+    malformed: DataFrame | None = None  # (_file, _line, _raw) with input.malformed: reject
+    malformed_rows: int = 0
 
 
 def _read(r: _Run) -> tuple[_Input, Counts]:
@@ -210,12 +212,19 @@ def _read(r: _Run) -> tuple[_Input, Counts]:
     batches = _plan_memory(r, profile)
     r.settings.enter_context(batch_settings(r.spark, batches, r.cfg.spark))
     r.work.writer_options = writer_options(batches, None)
-    source = inp.df.drop(CORRUPT) if CORRUPT in inp.df.columns else inp.df
+    source, malformed = inp.df, None
+    if CORRUPT in inp.df.columns:
+        source = inp.df.filter(F.col(CORRUPT).isNull()).drop(CORRUPT)
+        if row_check.malformed:
+            malformed = r.keep(malformed_lines(r.spark, inp.df))
     params = sign_params(r.cfg)
     table = r.input_path if inp.format == "table" else None
     fps = fingerprints(r.cfg, params, input_fingerprint(r.spark, files), table)
-    read = _Input(source, documents(source, r.cfg), row_check.rows, batches, params, fps)
-    return read, {"input": row_check.rows}
+    rows = row_check.rows + row_check.malformed
+    docs = documents(source, r.cfg)
+    read = _Input(source, docs, rows, batches, params, fps, malformed, row_check.malformed)
+    counts = {"input": rows, "malformed": row_check.malformed} if row_check.malformed else {"input": rows}
+    return read, counts
 
 
 def _plan_memory(r: _Run, profile: InputProfile | None) -> BatchSizes:
@@ -358,6 +367,7 @@ def _write(r: _Run, inp: _Input, exact: _Exact, assigned: _Assigned) -> tuple[No
         writer_options(inp.batches, r.cfg.input.text_col),
         broadcast_dropped=broadcastable(inp.rows - assigned.kept),
         broadcast_rejected=broadcastable(exact.rejected_rows),
+        malformed=inp.malformed,
     )
     return None, {}
 
@@ -365,7 +375,9 @@ def _write(r: _Run, inp: _Input, exact: _Exact, assigned: _Assigned) -> tuple[No
 def _check(r: _Run, inp: _Input) -> tuple[None, Counts]:
     read = r.spark.read.parquet
     staged = r.paths.staged
-    counts = check_outputs(inp.rows, read(staged("clusters")), read(staged("kept")), read(staged("rejected")))
+    counts = check_outputs(
+        inp.rows, read(staged("clusters")), read(staged("kept")), read(staged("rejected")), inp.malformed_rows
+    )
     return None, dict(counts)
 
 
@@ -419,6 +431,7 @@ def _report(r: _Run, started: float, inp: _Input) -> dict[str, Any]:
             key: c.get(key)
             for key in (
                 "input",
+                "malformed",
                 "rejected",
                 "exact_duplicates",
                 "signed",

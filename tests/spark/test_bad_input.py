@@ -80,3 +80,43 @@ def test_lenient_inputs_run_through(spark: Any, tmp_path: Path, capsys: pytest.C
     assert main(["dedup", "--input", str(paths["jsonl"]), "--output", str(tmp_path / "js")]) == 0
     ids = pq.read_table(tmp_path / "js" / "clusters").column("id").to_pylist()
     assert sorted(ids) == ["1", "b-2"]
+
+
+def test_malformed_lines_can_be_rejected_with_file_and_line(spark: Any, tmp_path: Path) -> None:
+    """input.malformed: reject puts each malformed JSON line in rejected/ (file, line number,
+    the raw line), counts it as input, and goes on with the rest."""
+    import gzip
+    import json
+
+    import pyarrow.parquet as pq
+
+    from neardup import config
+    from neardup.pipeline import run
+
+    good = [
+        {"id": i, "text": f"document number {i} says something about topic {i % 7} today"} for i in range(40)
+    ]
+    src = tmp_path / "crawl"
+    src.mkdir()
+    lines = [json.dumps(r) for r in good[:25]]
+    lines.insert(13, '{"id": 99, "text": "an unterminated string}')  # line 14
+    lines.insert(19, "not json at all")  # line 20
+    (src / "part-0.jsonl").write_text("\n".join(lines) + "\n")
+    with gzip.open(src / "part-1.jsonl.gz", "wb") as f:
+        f.write(b"".join(json.dumps(r).encode() + b"\n" for r in good[25:30]))
+        f.write(b'{"id": 77, "text": "caf\xe9 latin-1 bytes"}\n')  # line 6
+        f.write(b"".join(json.dumps(r).encode() + b"\n" for r in good[30:]))
+    out = tmp_path / "out"
+    report = run(spark, config.load(sets=["input.malformed=reject"]), str(src), str(out)).report
+    assert report["counts"]["input"] == 43 and report["counts"]["malformed"] == 3
+    assert report["counts"]["rejected"] == 3 and report["counts"]["kept"] == 40
+    clusters = pq.read_table(out / "clusters")
+    assert sorted(clusters.column("id").to_pylist()) == list(range(40))
+    rejected = pq.read_table(out / "rejected").to_pylist()
+    got = sorted((r["reason"].rsplit("/", 1)[-1], r["malformed_line"], r["id"], r["text"]) for r in rejected)
+    assert got == [
+        ("part-0.jsonl line 14)", b'{"id": 99, "text": "an unterminated string}', None, None),
+        ("part-0.jsonl line 20)", b"not json at all", None, None),
+        ("part-1.jsonl.gz line 6)", b'{"id": 77, "text": "caf\xe9 latin-1 bytes"}', None, None),
+    ]
+    assert all(r["reason"].startswith("malformed JSON line (file:") for r in rejected)

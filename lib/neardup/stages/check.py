@@ -13,10 +13,13 @@ from neardup import columns as C
 from neardup.errors import InvariantError
 
 
-def check_outputs(n_input: int, clusters: DataFrame, kept: DataFrame, rejected: DataFrame) -> dict[str, int]:
+def check_outputs(
+    n_input: int, clusters: DataFrame, kept: DataFrame, rejected: DataFrame, malformed: int = 0
+) -> dict[str, int]:
     """Every input id exactly once in clusters/; kept + removed + rejected = input;
     kept/ and rejected/ hold exactly the rows clusters/ says; every cluster_id is a
-    kept document. Returns the status counts."""
+    kept document. `malformed` lines (no id: in rejected/ only) count as rejected input.
+    Returns the status counts."""
     stats = clusters.agg(
         F.count(F.lit(1)).alias("rows"),
         F.countDistinct(C.ID).alias("ids"),
@@ -32,21 +35,25 @@ def check_outputs(n_input: int, clusters: DataFrame, kept: DataFrame, rejected: 
     kept_n = s[C.STATUS_UNIQUE] + s[C.STATUS_KEPT]
     removed = s[C.STATUS_EXACT] + s[C.STATUS_NEAR]
     problems = []
-    if s["rows"] != n_input:
-        problems.append(f"clusters/ has {s['rows']} rows for {n_input} input rows")
+    if s["rows"] != n_input - malformed:
+        problems.append(f"clusters/ has {s['rows']} rows for {n_input - malformed} input rows with an id")
     if s["ids"] != s["rows"] or s["null_ids"]:
         problems.append(f"clusters/ has {s['rows'] - s['ids']} repeated and {s['null_ids']} null ids")
-    if kept_n + removed + s[C.STATUS_REJECTED] != n_input:
+    if kept_n + removed + s[C.STATUS_REJECTED] + malformed != n_input:
         problems.append(
-            f"kept {kept_n} + removed {removed} + rejected {s[C.STATUS_REJECTED]} != input {n_input}"
+            f"kept {kept_n} + removed {removed} + rejected {s[C.STATUS_REJECTED]} + malformed "
+            f"{malformed} != input {n_input}"
         )
     if s["kept_flags"] != kept_n:
         problems.append(f"{s['kept_flags']} rows flagged kept but {kept_n} have a kept status")
     n_kept_rows, n_rejected_rows = kept.count(), rejected.count()
     if n_kept_rows != kept_n:
         problems.append(f"kept/ has {n_kept_rows} rows, clusters/ says {kept_n}")
-    if n_rejected_rows != s[C.STATUS_REJECTED]:
-        problems.append(f"rejected/ has {n_rejected_rows} rows, clusters/ says {s[C.STATUS_REJECTED]}")
+    if n_rejected_rows != s[C.STATUS_REJECTED] + malformed:
+        problems.append(
+            f"rejected/ has {n_rejected_rows} rows, clusters/ says {s[C.STATUS_REJECTED]} "
+            f"and {malformed} lines were malformed"
+        )
     survivors = clusters.filter(F.col(C.KEPT)).select(F.col(C.ID).alias(C.CLUSTER_ID))
     orphans = (
         clusters.filter(F.col(C.STATUS) != C.STATUS_REJECTED)
@@ -63,5 +70,5 @@ def check_outputs(n_input: int, clusters: DataFrame, kept: DataFrame, rejected: 
         "unique": s[C.STATUS_UNIQUE],
         "exact_duplicates": s[C.STATUS_EXACT],
         "near_duplicates": s[C.STATUS_NEAR],
-        "rejected": s[C.STATUS_REJECTED],
+        "rejected": s[C.STATUS_REJECTED] + malformed,
     }

@@ -41,6 +41,7 @@ def _graphframes_hint() -> str:
         "components.backend=builtin"
     )
 
+
 # Internal columns of the builtin backend. In every edge DataFrame it keeps, edges are
 # oriented SRC > DST (child -> smaller parent), distinct, without self-loops.
 _U = "_cc_u"  # a node

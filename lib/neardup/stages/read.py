@@ -141,9 +141,10 @@ def check_columns(inp: Input, cfg: Config) -> None:
 class RowCheck:
     """What `check_rows` learnt: the row count and, when it read the text, its bytes."""
 
-    rows: int
+    rows: int  # rows with an id (malformed lines not included)
     text_bytes: int | None = None  # UTF-8 bytes of all texts
     largest_text: int | None = None  # UTF-8 bytes of the longest text
+    malformed: int = 0  # malformed JSON lines let through by input.malformed: reject
 
 
 def check_rows(inp: Input, cfg: Config, measure_text: bool = False) -> RowCheck:
@@ -155,6 +156,7 @@ def check_rows(inp: Input, cfg: Config, measure_text: bool = False) -> RowCheck:
     parser reads every text anyway; Parquet's sizes come from its metadata instead).
     """
     df, id_col = inp.df, cfg.input.id_col
+    malformed = 0
     if CORRUPT in df.columns:
         # Spark refuses a query of the corrupt-record column alone; the id comes along.
         bad = df.filter(F.col(CORRUPT).isNotNull()).select(
@@ -164,9 +166,14 @@ def check_rows(inp: Input, cfg: Config, measure_text: bool = False) -> RowCheck:
         if rows:
             # count() alone would prune the query to the corrupt column, which Spark refuses.
             agg = bad.agg(F.count(F.lit(1)).alias("n"), F.count(F.col(id_col)).alias("_ids")).first()
-            n = agg["n"] if agg is not None else len(rows)
-            eg = "; ".join(_where(r["_file"], r[CORRUPT]) for r in rows)
-            raise InputDataError(f"input {inp.path}: {n} malformed JSON line(s), e.g. {eg}")
+            malformed = int(agg["n"]) if agg is not None else len(rows)
+            if cfg.input.malformed == "fail":
+                eg = "; ".join(_where(r["_file"], r[CORRUPT]) for r in rows)
+                raise InputDataError(
+                    f"input {inp.path}: {malformed} malformed JSON line(s), e.g. {eg}; "
+                    "set input.malformed=reject to put them in rejected/ and go on"
+                )
+        df = df.filter(F.col(CORRUPT).isNull())
     # Shuffled by id before counting: ids are (nearly) all distinct, so a map-side partial
     # count would only add a column to every shuffled row (2x faster on 1M ids).
     cols = [F.col(id_col).alias(C.ID)]
@@ -201,8 +208,65 @@ def check_rows(inp: Input, cfg: Config, measure_text: bool = False) -> RowCheck:
             f"({totals['repeated_rows']} rows), e.g. {eg}"
         )
     if not measure_text:
-        return RowCheck(int(totals["rows"] or 0))
-    return RowCheck(int(totals["rows"] or 0), int(totals["text_bytes"] or 0), int(totals["largest"] or 0))
+        return RowCheck(int(totals["rows"] or 0), malformed=malformed)
+    rows_ = int(totals["rows"] or 0)
+    return RowCheck(rows_, int(totals["text_bytes"] or 0), int(totals["largest"] or 0), malformed)
+
+
+# Line numbers of malformed lines are found for at most this many files (each is read again).
+LOCATED_FILES = 20
+
+
+def malformed_lines(spark: SparkSession, df: DataFrame, files_limit: int = LOCATED_FILES) -> DataFrame:
+    """The malformed lines of a JSON Lines input: (_file: string, _line: long, _raw: string).
+
+    Spark's JSON reader does not know line numbers, so each file with malformed lines
+    (the first `files_limit` of them; the others get a null `_line`) is read again as text,
+    and its lines numbered in the JVM: a row's partition and position come from
+    `monotonically_increasing_id`, and one file's partitions are its splits in order. A
+    line that occurs twice in a file, malformed both times, is reported at both places.
+    """
+    # Spark refuses a query of the corrupt-record column alone, and would prune any other
+    # column away again in the queries below: the (few) malformed lines are materialized.
+    other = next(c for c in df.columns if c != CORRUPT)
+    bad = (
+        df.filter(F.col(CORRUPT).isNotNull())
+        .select(
+            F.input_file_name().alias("_file"), F.col(CORRUPT).alias("_raw"), F.col(other).alias("_other")
+        )
+        .checkpoint(eager=True)
+        .drop("_other")
+    )
+    files = [
+        r["_file"] for r in bad.select("_file").distinct().orderBy("_file").limit(files_limit + 1).collect()
+    ]
+    located = []
+    for file in files[:files_limit]:
+        mid = F.monotonically_increasing_id()
+        lines = spark.read.text(file).select(
+            F.shiftright(mid, 33).alias("_part"),
+            mid.bitwiseAND((1 << 33) - 1).alias("_row"),
+            F.col("value").alias("_raw"),
+        )
+        counts = sorted((r["_part"], r["count"]) for r in lines.groupBy("_part").count().collect())
+        first, offset = {}, 0
+        for part, count in counts:
+            first[part] = offset
+            offset += count
+        starts = spark.createDataFrame(list(first.items()), "_part long, _first long")
+        wanted = F.broadcast(bad.filter(F.col("_file") == file).select("_raw").distinct())
+        located.append(
+            lines.join(wanted, "_raw")
+            .join(F.broadcast(starts), "_part")
+            .select(F.lit(file).alias("_file"), (F.col("_first") + F.col("_row") + 1).alias("_line"), "_raw")
+        )
+    rest = bad.filter(~F.col("_file").isin(files[:files_limit])).select(
+        "_file", F.lit(None).cast("long").alias("_line"), "_raw"
+    )
+    out = rest
+    for frame in located:
+        out = out.unionByName(frame)
+    return out
 
 
 def _where(file: str, line: str) -> str:

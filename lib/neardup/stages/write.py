@@ -20,6 +20,7 @@ def write_outputs(
     options: Mapping[str, str],
     broadcast_dropped: bool,
     broadcast_rejected: bool,
+    malformed: DataFrame | None = None,
 ) -> None:
     """Write the three outputs to `staged[name]` with the Parquet writer `options`.
 
@@ -31,7 +32,9 @@ def write_outputs(
       ids are taken out with an anti join; broadcast (`broadcast_dropped`) when few, so the
       texts are filtered where they are read instead of being shuffled.
     - rejected/: the input rows that could not be processed, plus `reason` (named
-      `neardup_reason` if the input already has a `reason` column).
+      `neardup_reason` if the input already has a `reason` column); with `malformed`
+      (_file, _line, _raw), also one row per malformed line: the input columns null, the
+      reason naming its file and line, and the line's bytes in `malformed_line`.
     """
     id_type = next(f.dataType for f in source.schema.fields if f.name == cfg.input.id_col)
     clusters = assigned.select(
@@ -67,4 +70,20 @@ def write_outputs(
     if broadcast_rejected:
         reasons = F.broadcast(reasons)
     bad = source.join(reasons, F.col(id_col) == F.col("_rej_id")).drop("_rej_id")
+    if malformed is not None:
+        where = F.concat(
+            F.lit("malformed JSON line ("),
+            F.col("_file"),
+            F.when(
+                F.col("_line").isNotNull(), F.concat(F.lit(" line "), F.col("_line").cast("string"))
+            ).otherwise(F.lit("")),
+            F.lit(")"),
+        )
+        lines = malformed.select(
+            *[F.lit(None).cast(f.dataType).alias(f.name) for f in source.schema.fields],
+            where.alias(reason_name),
+            # Bytes, exactly as read: the line may not even be valid UTF-8.
+            F.col("_raw").cast("binary").alias("malformed_line"),
+        )
+        bad = bad.withColumn("malformed_line", F.lit(None).cast("binary")).unionByName(lines)
     bad.write.mode("overwrite").options(**options).parquet(staged["rejected"])
