@@ -151,7 +151,7 @@ def test_both_components_backends_give_the_same_clusters(
     sample_run: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path
 ) -> None:
     """The whole job with GraphFrames, which neardup adds to its session by itself."""
-    from conftest import GRAPHFRAMES, NO_GRAPHFRAMES
+    from graphframes_env import GRAPHFRAMES, NO_GRAPHFRAMES
 
     if GRAPHFRAMES is None:
         print(NO_GRAPHFRAMES)

@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from conftest import NO_GRAPHFRAMES
+from graphframes_env import NO_GRAPHFRAMES
 from neardup.columns import COMPONENT, DOC_ID
 from neardup.errors import NeardupError, UsageError
 from neardup.stages.components import connected_components, graphframes_available
