@@ -35,18 +35,7 @@ build="$here/build"
 mkdir -p "$build"
 zip_path="$build/neardup.zip"
 # A zip of the package (py + the packaged YAML defaults), rebuilt every time so it never goes stale.
-(cd "$here/lib" && "$python" - "$zip_path" <<'PY'
-import os, sys, zipfile
-out = sys.argv[1]
-with zipfile.ZipFile(out + ".tmp", "w", zipfile.ZIP_DEFLATED) as z:
-    for root, dirs, files in os.walk("neardup"):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for f in sorted(files):
-            if f.endswith((".py", ".yaml", ".typed")):
-                z.write(os.path.join(root, f))
-os.replace(out + ".tmp", out)
-PY
-)
+"$python" "$here/scripts/build_zip.py" "$zip_path"
 
 extra=()
 if [ "$with_graphframes" = 1 ]; then
