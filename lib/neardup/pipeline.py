@@ -2,7 +2,7 @@
 
     read -> sign (normalize, hash, MinHash, band keys: the one pass over the text)
          -> exact copies -> LSH candidates -> verify -> components
-         -> survivors -> write -> check -> publish
+         -> survivors -> over-merge guard -> write -> check -> publish
 
 Each stage is one call that returns its result and its counts; the Spark work lives in
 `neardup.stages`, the math in `neardup.kernels`. Everything is written under a staging
@@ -50,10 +50,11 @@ from neardup.runtime.workdir import WorkDir, fingerprint, input_fingerprint
 from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
 from neardup.stages.exact import group_exact
+from neardup.stages.guard import GuardStats, guard_clusters
 from neardup.stages.lsh import candidate_edges
 from neardup.stages.read import CORRUPT, check_columns, check_rows, documents, malformed_lines, read_input
 from neardup.stages.sign import sign_documents, sign_params
-from neardup.stages.survivors import select_survivors
+from neardup.stages.survivors import assign_members, choose_survivors
 from neardup.stages.verify import verify_pairs
 from neardup.stages.write import write_outputs
 
@@ -145,6 +146,7 @@ class _Run:
     stages: StageLog
     settings: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     cached: list[DataFrame] = field(default_factory=list)
+    guard: dict[str, Any] | None = None  # the guard's figures, for report.json
 
     def stage(self, name: str, fn: Callable[..., tuple[T, Counts]], *args: Any) -> T:
         """Run one stage: time it, log and keep its counts, return its result."""
@@ -175,7 +177,8 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
         candidates = r.stage("candidates", _candidates, inp, exact)
         edges = r.stage("verify", _verify, inp, signed, candidates)
         components = r.stage("components", _components, edges)
-        assigned = r.stage("survivors", _survivors, exact, edges, components)
+        chosen = r.stage("survivors", _survivors, exact, edges, components)
+        assigned = r.stage("guard", _guard, inp, signed, exact, edges, chosen)
         r.stage("write", _write, inp, exact, assigned)
         r.stage("check", _check, inp)
     report = _report(r, started, inp)
@@ -335,17 +338,89 @@ def _components(r: _Run, edges: _Edges) -> tuple[DataFrame, Counts]:
     return r.keep(components), counts
 
 
+def _survivors(r: _Run, exact: _Exact, edges: _Edges, components: DataFrame) -> tuple[DataFrame, Counts]:
+    # choose_survivors broadcasts the component nodes: at most two per verified edge.
+    chosen = choose_survivors(_reps(exact), components, r.cfg, broadcastable(2 * edges.rows))
+    return r.keep(chosen), {}
+
+
+def _reps(exact: _Exact) -> DataFrame:
+    return exact.members.filter(F.col(C.REP) == F.col(C.DOC_ID))
+
+
 @dataclass(frozen=True)
 class _Assigned:
-    frame: DataFrame  # (_id, _kept_id, status, _size): every signed document
+    frame: DataFrame  # (_id, _kept_id, status, _size, similarity): every signed document
     kept: int
 
 
-def _survivors(r: _Run, exact: _Exact, edges: _Edges, components: DataFrame) -> tuple[_Assigned, Counts]:
-    # What select_survivors broadcasts: a row per component node (at most two per verified
-    # edge) and a row per cluster or exact group with removed members (at most one per copy).
-    bound = 2 * edges.rows + exact.copies
-    assigned = r.keep(select_survivors(exact.members, components, r.cfg, broadcastable(bound)))
+def _guard(
+    r: _Run, inp: _Input, signed: _Signed, exact: _Exact, edges: _Edges, chosen: DataFrame
+) -> tuple[_Assigned, Counts]:
+    cfg = r.cfg
+    small = broadcastable(2 * edges.rows)
+    started = time.time()
+    stats: GuardStats | None = None
+    if cfg.verify.method == "none":  # no similarities to score with
+        guarded = chosen.withColumn(C.SIMILARITY, F.lit(None).cast("double"))
+    else:
+
+        def score(pairs: DataFrame) -> DataFrame:
+            # Every pair, whatever its score: threshold 0.
+            return verify_pairs(pairs, signed.frame, inp.docs, inp.params, cfg.verify.method, 0.0, small)
+
+        def regroup(own_edges: DataFrame) -> DataFrame:
+            found, _ = connected_components(
+                own_edges,
+                backend=cfg.components.backend,
+                max_iterations=cfg.components.max_iterations,
+                checkpoint_dir=f"{r.paths.work}/checkpoints",
+            )
+            return found
+
+        guarded, stats = guard_clusters(
+            chosen,
+            edges.frame,
+            score=score,
+            choose=lambda comps: choose_survivors(_reps(exact), comps, cfg, small),
+            components=regroup,
+            keep=r.keep,
+            threshold=cfg.guard_threshold,
+            max_rounds=cfg.guard.max_rounds,
+        )
+    # What assign_members broadcasts: a row per clustered representative (at most two per
+    # verified edge) and a row per cluster or exact group with removed members.
+    bound = broadcastable(2 * edges.rows + exact.copies)
+    assigned = r.keep(assign_members(exact.members, guarded, bound))
+    after = _cluster_sizes(assigned)
+    counts: Counts = {"clusters": after["clusters"], "largest_cluster": after["largest"]}
+    if stats is not None:
+        before = after["largest"]
+        if stats.documents_rehomed:
+            unguarded = chosen.withColumn(C.SIMILARITY, F.lit(None).cast("double"))
+            before = _cluster_sizes(assign_members(exact.members, unguarded, bound))["largest"]
+        counts.update(
+            guard_rounds=stats.rounds,
+            clusters_split=stats.clusters_split,
+            documents_rehomed=stats.documents_rehomed,
+        )
+        r.guard = {
+            "enabled": cfg.guard_threshold is not None,
+            "threshold": cfg.guard_threshold,
+            "rounds": stats.rounds,
+            "failing_per_round": stats.failing_per_round,
+            "scored_pairs": stats.scored_pairs,
+            "clusters_split": stats.clusters_split,
+            "documents_rehomed": stats.documents_rehomed,
+            "released": stats.released,
+            "largest_cluster_before": before,
+            "largest_cluster_after": after["largest"],
+            "seconds": round(time.time() - started, 3),
+        }
+    return _Assigned(assigned, after["kept"]), counts
+
+
+def _cluster_sizes(assigned: DataFrame) -> dict[str, int]:
     is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
     sizes = assigned.agg(
         F.sum((is_kept & (F.col("_size") > 1)).cast("long")).alias("clusters"),
@@ -353,8 +428,11 @@ def _survivors(r: _Run, exact: _Exact, edges: _Edges, components: DataFrame) -> 
         F.sum(is_kept.cast("long")).alias("kept"),
     ).first()
     assert sizes is not None
-    counts = {"clusters": int(sizes["clusters"] or 0), "largest_cluster": int(sizes["largest"] or 1)}
-    return _Assigned(assigned, int(sizes["kept"] or 0)), counts
+    return {
+        "clusters": int(sizes["clusters"] or 0),
+        "largest": int(sizes["largest"] or 1),
+        "kept": int(sizes["kept"] or 0),
+    }
 
 
 def _write(r: _Run, inp: _Input, exact: _Exact, assigned: _Assigned) -> tuple[None, Counts]:
@@ -376,7 +454,12 @@ def _check(r: _Run, inp: _Input) -> tuple[None, Counts]:
     read = r.spark.read.parquet
     staged = r.paths.staged
     counts = check_outputs(
-        inp.rows, read(staged("clusters")), read(staged("kept")), read(staged("rejected")), inp.malformed_rows
+        inp.rows,
+        read(staged("clusters")),
+        read(staged("kept")),
+        read(staged("rejected")),
+        inp.malformed_rows,
+        r.cfg.guard_threshold,
     )
     return None, dict(counts)
 
@@ -447,6 +530,7 @@ def _report(r: _Run, started: float, inp: _Input) -> dict[str, Any]:
         "components": {"backend": c.get("components_backend"), "iterations": c.get("components_iterations")},
         "seconds": {**r.stages.seconds, "total": round(time.time() - started, 3)},
         "bands": {"bands": cfg.bands, "rows": cfg.rows, "s_curve": s_curve(cfg.bands, cfg.rows)},
+        "guard": r.guard or {"enabled": False, "reason": "verify.method none keeps no similarities"},
         "memory": asdict(inp.batches),
         "resumed_stages": r.work.resumed,
     }

@@ -12,6 +12,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from neardup_testkit.reference import guarded_clusters
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "sample" / "corpus.jsonl.gz"
 
@@ -54,9 +56,10 @@ def test_sample_corpus_end_to_end(sample_run: tuple[Path, subprocess.CompletedPr
     counts = report["counts"]
     assert n == 3000
     # data/sample/README.md, "Ground truth" at t = 0.8: 181 clusters (the largest 5), 262
-    # documents removed, 2,738 kept; the 119 exact and format copies are exact duplicates.
-    want = {"input": 3000, "kept": 2738, "clusters": 181, "largest_cluster": 5}
-    want |= {"exact_duplicates": 119, "near_duplicates": 262 - 119, "rejected": 0}
+    # documents removed before the guard, 259 after it (2,741 kept); the 119 exact and
+    # format copies are exact duplicates.
+    want = {"input": 3000, "kept": 2741, "clusters": 181, "largest_cluster": 5}
+    want |= {"exact_duplicates": 119, "near_duplicates": 259 - 119, "rejected": 0}
     assert {k: counts[k] for k in want} == want
     assert set(report["seconds"]) >= {
         "read",
@@ -70,7 +73,29 @@ def test_sample_corpus_end_to_end(sample_run: tuple[Path, subprocess.CompletedPr
     assert len(report["bands"]["s_curve"]) == 21
     clusters = pq.read_table(out / "clusters")
     assert clusters.num_rows == n
-    assert clusters.schema.names == ["id", "cluster_id", "kept", "status", "reason"]
+    assert clusters.schema.names == ["id", "cluster_id", "kept", "status", "similarity", "reason"]
+    # Every document's kept document and similarity to it, against the brute-force
+    # reference (exact Jaccard over all similar pairs, the guard in plain Python).
+    with gzip.open(SAMPLE, "rt", encoding="utf-8") as f:
+        docs = [json.loads(line) for line in f]
+    ref = guarded_clusters([d["id"] for d in docs], [d["text"] for d in docs], 0.8, 0.7)
+    got = {r["id"]: (r["cluster_id"], r["similarity"]) for r in clusters.to_pylist()}
+    assert {i: (k, None if s is None else round(s, 9)) for i, (k, s) in got.items()} == {
+        i: (k, None if s is None else round(s, 9)) for i, (k, s) in ref.items()
+    }
+    assert report["guard"] == {
+        "enabled": True,
+        "threshold": 0.7,
+        "rounds": 2,
+        "failing_per_round": [3, 0],
+        "scored_pairs": report["guard"]["scored_pairs"],
+        "clusters_split": 3,
+        "documents_rehomed": 3,
+        "released": 0,
+        "largest_cluster_before": 5,
+        "largest_cluster_after": 5,
+        "seconds": report["guard"]["seconds"],
+    }
     # One line per stage on stderr, no Python traceback.
     assert "stage sign" in proc.stderr and "Traceback" not in proc.stderr
 
