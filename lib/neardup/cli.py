@@ -1,4 +1,5 @@
-"""The command line: `neardup dedup ...` (also `python -m neardup`, jobs/dedup.py).
+"""The command line: `neardup dedup ...`, `neardup evaluate ...` (also `python -m neardup`,
+jobs/dedup.py).
 
 Thin: parse arguments, build the config and the session, call the pipeline, and
 turn failures into one line on stderr with a distinct exit code
@@ -8,12 +9,13 @@ turn failures into one line on stderr with a distinct exit code
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import re
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neardup import __version__
@@ -48,13 +50,41 @@ def build_parser() -> argparse.ArgumentParser:
         "--set", action="append", default=[], metavar="KEY=VALUE", help="config override; repeatable"
     )
     d.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    d.add_argument("--master", help="Spark master URL (default: local[*] unless spark-submit chose one)")
-    d.add_argument(
+    _session_args(d)
+
+    e = sub.add_parser(
+        "evaluate", help="score a finished output, against labels or by sampling what it removed"
+    )
+    e.add_argument("--output", required=True, help="a finished neardup output directory")
+    e.add_argument(
+        "--labels",
+        help="Parquet or JSON Lines: columns id and cluster (a cluster id per document) or id_a and id_b "
+        "(duplicate pairs)",
+    )
+    e.add_argument(
+        "--sample", type=int, default=2000, help="without labels: removed documents to score (default 2000)"
+    )
+    e.add_argument(
+        "--seed", type=int, help="without labels: the sample's seed (default: the run's minhash.seed)"
+    )
+    e.add_argument(
+        "--min-similarity",
+        type=float,
+        help="without labels: a removal is right at or above this Jaccard (default: the run's "
+        "guard.threshold, the verify threshold minus 0.1)",
+    )
+    e.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _session_args(e)
+    return parser
+
+
+def _session_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--master", help="Spark master URL (default: local[*] unless spark-submit chose one)")
+    p.add_argument(
         "--conf", action="append", default=[], metavar="SPARK_KEY=VALUE", help="Spark setting; repeatable"
     )
-    d.add_argument("--debug", action="store_true", help="print tracebacks and Spark's own logs")
-    d.add_argument("--quiet", action="store_true", help="only errors and the final summary")
-    return parser
+    p.add_argument("--debug", action="store_true", help="print tracebacks and Spark's own logs")
+    p.add_argument("--quiet", action="store_true", help="only errors and the final summary")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -63,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = _Run()
     try:
         args = build_parser().parse_args(args_list)
-        code = _dedup(args, run)
+        code = _COMMANDS[args.command](args, run)
         run.discard_log()
         return code
     except NeardupError as e:
@@ -185,29 +215,14 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
     _log_to_stderr(logging.WARNING if args.quiet else logging.INFO)
     for w in caught:
         log.warning("config: %s", w.message)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        raise UsageError(
-            "pyspark is not installed: pip install 'neardup[spark]' (where Spark is provided, "
-            "as on Databricks or a cluster image, install neardup into that Python instead)"
-        ) from None
-    from neardup import pipeline
-    from neardup.runtime.session import start
-
     packages = []
     if cfg.components.backend == "graphframes":
         from neardup.runtime.packages import graphframes_package
 
         packages.append(graphframes_package(cfg.components.graphframes_package))
-    run.started = started = start(args.master, cfg.spark, quiet_jvm=not args.debug, packages=packages)
-    spark = started.spark
-    if not args.debug:
-        _quiet_python_side(spark)
+    spark = _session(args, cfg.spark, run, packages)
     conf = spark.sparkContext.getConf()
-    local = str(spark.sparkContext.master).startswith("local")
-    run.heap = conf.get("spark.driver.memory" if local else "spark.executor.memory")
+    started = run.started
     log.info(
         "neardup %s on %s, %s: input %s, threshold %.2f, %d bands x %d rows of %d %s permutations, verify %s",
         __version__,
@@ -226,9 +241,55 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
         log.info("Spark's own log: %s (--debug shows it here)", started.jvm_log)
     for key in started.not_applied:
         log.warning("%s was not applied: the active Spark session cannot change it", key)
+    from neardup import pipeline
+
     result = pipeline.run(spark, cfg, args.input, args.output)
     print(summary(result.output, result.report))
     return EXIT_OK
+
+
+def _session(args: argparse.Namespace, spark_conf: Mapping[str, str], run: _Run, packages: list[str]) -> Any:
+    """The SparkSession a command runs on (reused if active), with the error handler told
+    about its JVM and heap."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise UsageError(
+            "pyspark is not installed: pip install 'neardup[spark]' (where Spark is provided, "
+            "as on Databricks or a cluster image, install neardup into that Python instead)"
+        ) from None
+    from neardup.runtime.session import start
+
+    run.started = started = start(args.master, spark_conf, quiet_jvm=not args.debug, packages=packages)
+    spark = started.spark
+    if not args.debug:
+        _quiet_python_side(spark)
+    conf = spark.sparkContext.getConf()
+    local = str(spark.sparkContext.master).startswith("local")
+    run.heap = conf.get("spark.driver.memory" if local else "spark.executor.memory")
+    return spark
+
+
+def _evaluate(args: argparse.Namespace, run: _Run) -> int:
+    from neardup import config as config_mod
+
+    if args.sample < 1:
+        raise UsageError(f"--sample must be at least 1, not {args.sample}")
+    if args.min_similarity is not None and not 0.0 < args.min_similarity <= 1.0:
+        raise UsageError(f"--min-similarity must be in (0, 1], not {args.min_similarity}")
+    spark_conf = config_mod.load(spark_conf=args.conf).spark
+    _log_to_stderr(logging.WARNING if args.quiet or args.json else logging.INFO)
+    spark = _session(args, spark_conf, run, [])
+    from neardup.evaluate import as_text, evaluate
+
+    seed = args.seed if args.seed is not None else config_mod.load().minhash.seed
+    result = evaluate(spark, args.output, args.labels, args.sample, seed, args.min_similarity)
+    print(json.dumps(result, indent=2) if args.json else as_text(result))
+    return EXIT_OK
+
+
+_COMMANDS = {"dedup": _dedup, "evaluate": _evaluate}
 
 
 def _quiet_python_side(spark: Any) -> None:
