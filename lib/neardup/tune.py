@@ -15,6 +15,7 @@ from neardup.config import Config
 from neardup.kernels.bands import bands_for_recall, candidate_probability, optimal_bands
 from neardup.kernels.measure import MeasuredPairs
 from neardup.kernels.tune import (
+    LOW_EDGE,
     MIN_EXPECTED,
     binomial_range,
     curve_points,
@@ -120,6 +121,8 @@ def measured(cfg: Config, info: SampleInfo, pairs: MeasuredPairs, alpha: float) 
             "distinct": pairs.distinct,
             "candidate_pairs": pairs.candidates,
             "pairs": len(pairs.similarity),
+            "similar_pairs": len(pairs.similarity) - pairs.random,
+            "random_pairs": pairs.random,
         },
         "bins": rows,
         "test": test,
@@ -151,9 +154,9 @@ def render(rep: dict[str, Any]) -> str:
     lines += [
         "",
         f"Measured on {m['input']}: {s['documents']:,} documents sampled ({human(s['text_bytes'])} of text"
-        f"{_limit(s)}), {s['distinct']:,} after exact copies; {s['candidate_pairs']:,} candidate pairs "
-        f"from an independent banding and random pairs give {s['pairs']:,} measured pairs, each "
-        "document in one pair at most.",
+        f"{_limit(s)}), {s['distinct']:,} after exact copies. {s['candidate_pairs']:,} candidate pairs from "
+        f"an independent banding; measured: {s['similar_pairs']:,} of them of similarity >= {LOW_EDGE:g} and "
+        f"{s['random_pairs']:,} random pairs, each document in one pair at most.",
         "",
         f"  similarity      pairs  collided  observed  expected  {100 * (1 - m['test']['alpha']):g}% range",
     ]

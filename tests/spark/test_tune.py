@@ -13,7 +13,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
+import pyarrow.dataset as ds
 import pytest
 
 from neardup import cli
@@ -27,22 +27,14 @@ ALPHA = 0.01  # the level the test is run at; the bins are checked at 99.9 %
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     # Pairs (clusters of 2) of a base and an edited copy at a Jaccard drawn from [0.3, 1),
     # and documents alone, which give the pairs of low similarity.
-    spec = CorpusSpec(
-        num_docs=2000,
-        seed=17,
-        mean_chars=1200,
-        dup_fraction=0.7,
-        max_cluster_size=2,
-        exact_copy_fraction=0.0,
-        format_copy_fraction=0.0,
+    copies = {"exact_copy_fraction": 0.0, "format_copy_fraction": 0.0}
+    table = generate(
+        CorpusSpec(2000, seed=17, mean_chars=1200, dup_fraction=0.7, max_cluster_size=2, **copies)
     )
-    table = generate(spec)
     root = tmp_path_factory.mktemp("tune")
     parquet = root / "parquet"
-    parquet.mkdir()
-    step = (len(table) + 2) // 3
-    for i in range(3):
-        pq.write_table(table.slice(i * step, step), parquet / f"part-{i}.parquet")
+    # Three files, read as three partitions at least; the JSON Lines copy is one file.
+    ds.write_dataset(table, parquet, format="parquet", max_rows_per_file=700, max_rows_per_group=700)
     jsonl = root / "corpus.jsonl.gz"
     write_jsonl_gz(table, jsonl)
     return {"parquet": str(parquet), "jsonl": str(jsonl)}

@@ -12,23 +12,21 @@ import pyarrow as pa
 import pytest
 
 from neardup import columns as C
-from neardup.kernels.measure import TAG_SAMPLE, MeasuredPairs, derived_seed, measure_pairs, sample_keys
+from neardup.kernels.measure import (
+    RANDOM_PAIRS,
+    TAG_SAMPLE,
+    MeasuredPairs,
+    derived_seed,
+    measure_pairs,
+    sample_keys,
+)
 from neardup.kernels.sign import SignParams, sign_batch
 from neardup_testkit import hashspec, reference
 from neardup_testkit.synth import CorpusSpec, generate
 
-PARAMS = SignParams(
-    lowercase=True,
-    strip_punctuation=False,
-    unit="word",
-    ngram=5,
-    char_ngram=5,
-    num_perm=128,
-    seed=42,
-    method="oph",
-    bands=18,
-    rows=5,
-)
+# The defaults (conf/default.yaml): lowercase, punctuation kept, word 5-grams (character
+# 5-grams below 5 words), 128 OPH slots, seed 42, 18 x 5 bands.
+PARAMS = SignParams(True, False, "word", 5, 5, 128, 42, "oph", 18, 5)
 
 
 def test_derived_seeds_differ_from_the_job_seed_and_each_other() -> None:
@@ -119,7 +117,10 @@ def test_pairs_cover_the_range_and_the_matching_is_maximal(
     texts: list[str | None], measured: MeasuredPairs
 ) -> None:
     sim = measured.similarity
-    assert (sim < 0.3).sum() >= 50  # random pairs, among the documents left
+    # Random pairs of the documents the similar pairs left, as many as they make up to 1000.
+    similar = sim.size - measured.random
+    assert measured.random == min(RANDOM_PAIRS, (measured.distinct - 2 * similar) // 2) >= 50
+    assert (sim >= 0.3).sum() >= similar  # the matched candidates, and rarely a random pair
     hist = np.histogram(sim[sim >= 0.3], bins=[0.3, 0.5, 0.7, 0.9, 1.0 + 1e-9])[0]
     assert (hist >= 10).all(), hist
     # Every similar pair of distinct documents (J >= 0.5: found by the selection banding

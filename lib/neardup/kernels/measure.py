@@ -97,6 +97,7 @@ class MeasuredPairs:
     documents: int  # sample documents with text to sign
     distinct: int  # after exact copies
     candidates: int  # pairs proposed by the selection banding (and scored)
+    random: int  # of the measured pairs, those drawn at random (the rest: similar candidates)
     left: I64Array  # each measured pair: its two documents, as positions in the input texts
     right: I64Array
     similarity: F64Array  # exact Jaccard of each measured pair
@@ -164,7 +165,7 @@ def measure_pairs(
     n = len(norm)
     if n < 2:
         none = np.empty(0, dtype=np.int64)
-        return MeasuredPairs(documents, n, 0, none, none, np.empty(0), np.empty(0, dtype=bool))
+        return MeasuredPairs(documents, n, 0, 0, none, none, np.empty(0), np.empty(0, dtype=bool))
     seed = derived_seed(p.seed, TAG_PAIRS)
     select = _signatures(norm, p, SELECT_BANDS * SELECT_ROWS, seed, "oph")
     left, right = _bucket_pairs(band_keys(select, SELECT_BANDS, SELECT_ROWS, seed), BUCKET_CAP)
@@ -193,4 +194,6 @@ def measure_pairs(
     left, right, similarity = left[order], right[order], similarity[order]
     keys = band_keys(_signatures(norm, p, p.num_perm, p.seed, p.method), p.bands, p.rows, p.seed)
     collided = np.any(keys[left] == keys[right], axis=1)
-    return MeasuredPairs(documents, n, int(codes.size), position[left], position[right], similarity, collided)
+    return MeasuredPairs(
+        documents, n, int(codes.size), int(count), position[left], position[right], similarity, collided
+    )
