@@ -36,6 +36,7 @@ def _add_input(p: argparse.ArgumentParser, required: bool) -> None:
     p.add_argument(
         "--input",
         required=required,
+        metavar="PATH",
         help="file, directory, or catalog table (with --format table)",
     )
     p.add_argument(
@@ -79,10 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
         "with --input, the curve measured on a sample of the corpus",
     )
     _add_config(t)
-    t.add_argument("--threshold", type=float, help="lsh.threshold (after --config and --set)")
-    t.add_argument("--num-perm", type=int, help="minhash.num_perm (after --config and --set)")
-    t.add_argument("--bands", type=int, help="lsh.bands, to try a banding of your own (with --rows)")
-    t.add_argument("--rows", type=int, help="lsh.rows, to try a banding of your own (with --bands)")
+    t.add_argument("--threshold", type=float, metavar="T", help="lsh.threshold (after --config and --set)")
+    t.add_argument("--num-perm", type=int, metavar="K", help="minhash.num_perm (after --config and --set)")
+    t.add_argument(
+        "--bands", type=int, metavar="B", help="lsh.bands, to try a banding of your own (with --rows)"
+    )
+    t.add_argument(
+        "--rows", type=int, metavar="R", help="lsh.rows, to try a banding of your own (with --bands)"
+    )
     _add_input(t, required=False)
     t.add_argument(
         "--sample", type=int, metavar="N", help=f"documents to sample from --input (default {SAMPLE_SIZE:,})"
