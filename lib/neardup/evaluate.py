@@ -28,7 +28,7 @@ def evaluate(
     output: str,
     labels: str | None,
     sample: int,
-    seed: int,
+    seed: int | None,
     min_similarity: float | None,
 ) -> dict[str, Any]:
     fs = FileSystem.for_path(spark, output)
@@ -68,6 +68,8 @@ def evaluate(
     threshold = cfg.guard_threshold if min_similarity is None else min_similarity
     if threshold is None:
         threshold = round(cfg.verify_threshold - 0.1, 6)
+    if seed is None:
+        seed = cfg.minhash.seed
     values, total = stage.sampled_similarities(spark, pred, cfg, report["input"], sample, seed)
     v = np.asarray(values)
     ok = int((v >= threshold).sum())

@@ -11,6 +11,9 @@ the job's own checks pass; `_SUCCESS` is written last. A crash at any point leav
 previous output (or none) and a staging directory, never output that looks complete.
 Stages whose results are kept under `_work/` (signatures, candidates, edges) are reused
 by a rerun with the same fingerprint (`fingerprints`).
+
+`sample` is what `neardup tune --input` runs instead: the same read and checks, then a
+sample of the documents brought to the driver.
 """
 
 from __future__ import annotations
@@ -52,7 +55,17 @@ from neardup.stages.components import connected_components
 from neardup.stages.exact import group_exact
 from neardup.stages.guard import GuardStats, guard_clusters
 from neardup.stages.lsh import candidate_edges
-from neardup.stages.read import CORRUPT, check_columns, check_rows, documents, malformed_lines, read_input
+from neardup.stages.read import (
+    CORRUPT,
+    Input,
+    RowCheck,
+    check_columns,
+    check_rows,
+    documents,
+    malformed_lines,
+    read_input,
+)
+from neardup.stages.sample import Sample, draw_sample
 from neardup.stages.sign import sign_documents, sign_params
 from neardup.stages.survivors import assign_members, choose_survivors
 from neardup.stages.verify import verify_pairs
@@ -186,6 +199,20 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
     return Result(r.paths.output, report)
 
 
+def sample(spark: SparkSession, cfg: Config, input_path: str, size: int, max_bytes: int) -> Sample:
+    """What `neardup tune --input` reads: the input read and checked as `run` reads it,
+    then a sample of its documents (stages/sample.py) on the driver."""
+    stages = StageLog(lambda name: spark.sparkContext.setJobDescription(f"neardup tune: {name}"))
+    with stages.stage("read") as counts:
+        opened = open_input(spark, cfg, input_path)
+        counts["input"] = opened.check.rows + opened.check.malformed
+    batches = plan_memory(spark, cfg, opened.profile)
+    with batch_settings(spark, batches, cfg.spark), stages.stage("sample") as counts:
+        drawn = draw_sample(documents(opened.source, cfg), sign_params(cfg), size, max_bytes)
+        counts.update(documents=len(drawn.texts), text_bytes=drawn.text_bytes)
+    return drawn
+
+
 # --- the stages -----------------------------------------------------------------------
 
 
@@ -201,39 +228,61 @@ class _Input:
     malformed_rows: int = 0
 
 
-def _read(r: _Run) -> tuple[_Input, Counts]:
-    """Read and check the input, size the batches from it, fingerprint the run."""
-    inp = read_input(r.spark, r.input_path, r.cfg)
-    check_columns(inp, r.cfg)
-    row_check = check_rows(inp, r.cfg, measure_text=inp.format != "parquet")
+@dataclass(frozen=True)
+class Opened:
+    """The input as read and checked, and its sizes (what `dedup` and `tune` both start from)."""
+
+    inp: Input
+    check: RowCheck
+    files: list[str]
+    profile: InputProfile | None
+
+    @property
+    def source(self) -> DataFrame:
+        """The input rows with an id, every column as read (malformed lines left out)."""
+        df = self.inp.df
+        return df.filter(F.col(CORRUPT).isNull()).drop(CORRUPT) if CORRUPT in df.columns else df
+
+
+def open_input(spark: SparkSession, cfg: Config, input_path: str) -> Opened:
+    """Read the input and check its columns and rows; profile its bytes per row."""
+    inp = read_input(spark, input_path, cfg)
+    check_columns(inp, cfg)
+    row_check = check_rows(inp, cfg, measure_text=inp.format != "parquet")
     files = sorted(inp.df.inputFiles()) if inp.format != "table" else []
     profile: InputProfile | None
     if inp.format == "parquet":
-        profile = parquet_profile(r.spark, files, r.cfg.input.text_col)
+        profile = parquet_profile(spark, files, cfg.input.text_col)
     else:
         profile = measured_profile(row_check.rows, row_check.text_bytes or 0, row_check.largest_text or 0)
-    batches = _plan_memory(r, profile)
+    return Opened(inp, row_check, files, profile)
+
+
+def _read(r: _Run) -> tuple[_Input, Counts]:
+    """Read and check the input, size the batches from it, fingerprint the run."""
+    opened = open_input(r.spark, r.cfg, r.input_path)
+    inp, row_check = opened.inp, opened.check
+    batches = plan_memory(r.spark, r.cfg, opened.profile)
     r.settings.enter_context(batch_settings(r.spark, batches, r.cfg.spark))
     r.work.writer_options = writer_options(batches, None)
-    source, malformed = inp.df, None
-    if CORRUPT in inp.df.columns:
-        source = inp.df.filter(F.col(CORRUPT).isNull()).drop(CORRUPT)
-        if row_check.malformed:
-            malformed = r.keep(malformed_lines(r.spark, inp.df))
+    malformed = None
+    if CORRUPT in inp.df.columns and row_check.malformed:
+        malformed = r.keep(malformed_lines(r.spark, inp.df))
     params = sign_params(r.cfg)
     table = r.input_path if inp.format == "table" else None
-    fps = fingerprints(r.cfg, params, input_fingerprint(r.spark, files), table)
+    fps = fingerprints(r.cfg, params, input_fingerprint(r.spark, opened.files), table)
     rows = row_check.rows + row_check.malformed
+    source = opened.source
     docs = documents(source, r.cfg)
     read = _Input(source, docs, rows, batches, params, fps, malformed, row_check.malformed)
     counts = {"input": rows, "malformed": row_check.malformed} if row_check.malformed else {"input": rows}
     return read, counts
 
 
-def _plan_memory(r: _Run, profile: InputProfile | None) -> BatchSizes:
+def plan_memory(spark: SparkSession, cfg: Config, profile: InputProfile | None) -> BatchSizes:
     """Batch sizes from the input's bytes per row and the heap; logs both."""
-    sizes = plan_batches(r.spark, profile, r.cfg.batch_bytes)
-    heap, slots, where = heap_and_slots(r.spark)
+    sizes = plan_batches(spark, profile, cfg.batch_bytes)
+    heap, slots, where = heap_and_slots(spark)
     log.info(
         "memory: %s heap %s for %d task slot(s); %s; %s",
         where,
