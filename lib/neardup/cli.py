@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         run.discard_log()
         return e.exit_code
     except KeyboardInterrupt:
-        _error("interrupted; no output was published")
+        _error("interrupted; no output was published" + run.log_note())
         return EXIT_FAILED
     except Exception as e:  # the contract is one line, not a traceback
         died = run.jvm_death(e)
@@ -106,6 +106,7 @@ class _Run:
         self.heap: str | None = None
 
     def discard_log(self) -> None:
+        """The run ended well, or with an error whose one line says it all."""
         path = self.started.jvm_log if self.started is not None else None
         if path is not None:
             path.unlink(missing_ok=True)
@@ -223,7 +224,7 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
         cfg.verify.method,
     )
     if started.jvm_log is not None:
-        log.info("Spark's own log: %s (--debug shows it here)", started.jvm_log)
+        log.info("Spark's own log: %s (kept if the run fails; --debug shows it here)", started.jvm_log)
     for key in started.not_applied:
         log.warning("%s was not applied: the active Spark session cannot change it", key)
     result = pipeline.run(spark, cfg, args.input, args.output)
