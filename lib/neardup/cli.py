@@ -104,16 +104,15 @@ class _Run:
     def __init__(self) -> None:
         self.started: Any = None
         self.heap: str | None = None
+        self.log: Any = None  # the JVM's log file (a Path), if neardup launched it quietly
 
     def discard_log(self) -> None:
         """The run ended well, or with an error whose one line says it all."""
-        path = self.started.jvm_log if self.started is not None else None
-        if path is not None:
-            path.unlink(missing_ok=True)
+        if self.log is not None:
+            self.log.unlink(missing_ok=True)
 
     def log_note(self) -> str:
-        path = self.started.jvm_log if self.started is not None else None
-        return f" (Spark's log: {path})" if path is not None else ""
+        return f" (Spark's log: {self.log})" if self.log is not None else ""
 
     def jvm_death(self, e: BaseException) -> str | None:
         """The one-line story of a local JVM that died under us, or None if it lives."""
@@ -127,7 +126,7 @@ class _Run:
             code = proc.wait(timeout=5)
         except Exception:  # still running: not a JVM death
             return None
-        path = self.started.jvm_log if self.started is not None else None
+        path = self.log
         text = path.read_text(errors="replace") if path is not None and path.exists() else ""
         return local_jvm_died(code, text, stage_of(e), self.heap).message + self.log_note()
 
@@ -195,14 +194,17 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
             "as on Databricks or a cluster image, install neardup into that Python instead)"
         ) from None
     from neardup import pipeline
-    from neardup.runtime.session import start
+    from neardup.runtime.session import launched_log, start
 
     packages = []
     if cfg.components.backend == "graphframes":
         from neardup.runtime.packages import graphframes_package
 
         packages.append(graphframes_package(cfg.components.graphframes_package))
-    run.started = started = start(args.master, cfg.spark, quiet_jvm=not args.debug, packages=packages)
+    try:
+        run.started = started = start(args.master, cfg.spark, quiet_jvm=not args.debug, packages=packages)
+    finally:
+        run.log = launched_log()  # also when the session failed to start: the error names it
     spark = started.spark
     if not args.debug:
         _quiet_python_side(spark)

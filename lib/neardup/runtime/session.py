@@ -49,6 +49,7 @@ _DEFAULTS = {
 }
 DRIVER_MEMORY = "spark.driver.memory"
 LOG_DAYS = 7
+_launched_log: Path | None = None  # see launched_log()
 
 
 @dataclass
@@ -192,6 +193,8 @@ def _launch_jvm(settings: Mapping[str, str], app_name: str, quiet: bool) -> Path
             prefix, folder = "neardup-" + prefix, Path(tempfile.gettempdir())
         fd, name = tempfile.mkstemp(prefix=prefix, suffix=".log", dir=folder)
         path = Path(name)
+        global _launched_log
+        _launched_log = path
         popen = {"stdout": fd, "stderr": fd}
     try:
         gateway = launch_gateway(conf, popen_kwargs=popen)  # it adds its own keys to popen
@@ -255,6 +258,12 @@ def _launch_failure(log_text: str) -> NeardupError:
     lines = [line for line in log_text.splitlines() if "Exception" in line or "Error" in line]
     detail = lines[-1].strip()[:300] if lines else "no reason in its output"
     return NeardupError(f"the Spark JVM did not start: {detail}")
+
+
+def launched_log() -> Path | None:
+    """The log file of the JVM this process launched quietly, also when the session then
+    failed to start (Started is never returned then)."""
+    return _launched_log
 
 
 def jvm_process() -> Any:
