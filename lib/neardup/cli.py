@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         run.discard_log()
         return e.exit_code
     except KeyboardInterrupt:
-        _error("interrupted; no output was published")
+        _error("interrupted; no output was published" + run.log_note())
         return EXIT_FAILED
     except Exception as e:  # the contract is one line, not a traceback
         died = run.jvm_death(e)
@@ -177,15 +177,15 @@ class _Run:
     def __init__(self) -> None:
         self.started: Any = None
         self.heap: str | None = None
+        self.log: Any = None  # the JVM's log file (a Path), if neardup launched it quietly
 
     def discard_log(self) -> None:
-        path = self.started.jvm_log if self.started is not None else None
-        if path is not None:
-            path.unlink(missing_ok=True)
+        """The run ended well, or with an error whose one line says it all."""
+        if self.log is not None:
+            self.log.unlink(missing_ok=True)
 
     def log_note(self) -> str:
-        path = self.started.jvm_log if self.started is not None else None
-        return f" (Spark's log: {path})" if path is not None else ""
+        return f" (Spark's log: {self.log})" if self.log is not None else ""
 
     def jvm_death(self, e: BaseException) -> str | None:
         """The one-line story of a local JVM that died under us, or None if it lives."""
@@ -199,7 +199,7 @@ class _Run:
             code = proc.wait(timeout=5)
         except Exception:  # still running: not a JVM death
             return None
-        path = self.started.jvm_log if self.started is not None else None
+        path = self.log
         text = path.read_text(errors="replace") if path is not None and path.exists() else ""
         return local_jvm_died(code, text, stage_of(e), self.heap).message + self.log_note()
 
@@ -273,9 +273,12 @@ def _session(args: argparse.Namespace, cfg: Any, run: _Run, packages: Sequence[s
             "pyspark is not installed: pip install 'neardup[spark]' (where Spark is provided, "
             "as on Databricks or a cluster image, install neardup into that Python instead)"
         ) from None
-    from neardup.runtime.session import start
+    from neardup.runtime.session import launched_log, start
 
-    run.started = started = start(args.master, cfg.spark, quiet_jvm=not args.debug, packages=packages)
+    try:
+        run.started = started = start(args.master, cfg.spark, quiet_jvm=not args.debug, packages=packages)
+    finally:
+        run.log = launched_log()  # also when the session failed to start: the error names it
     spark = started.spark
     if not args.debug:
         _quiet_python_side(spark)
@@ -315,7 +318,7 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
         cfg.verify.method,
     )
     if started.jvm_log is not None:
-        log.info("Spark's own log: %s (--debug shows it here)", started.jvm_log)
+        log.info("Spark's own log: %s (kept if the run fails; --debug shows it here)", started.jvm_log)
     for key in started.not_applied:
         log.warning("%s was not applied: the active Spark session cannot change it", key)
     result = pipeline.run(spark, cfg, args.input, args.output)

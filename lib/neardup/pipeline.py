@@ -38,6 +38,7 @@ from neardup.errors import UsageError
 from neardup.kernels.bands import s_curve
 from neardup.kernels.sign import SignParams
 from neardup.runtime.fs import FileSystem
+from neardup.runtime.jobgroups import JobGroups, count
 from neardup.runtime.memory import BatchSizes, human, slot_share
 from neardup.runtime.session import heap_and_slots
 from neardup.runtime.sizing import (
@@ -157,13 +158,15 @@ class _Run:
     fs: FileSystem
     work: WorkDir
     stages: StageLog
+    run_id: str
     settings: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     cached: list[DataFrame] = field(default_factory=list)
     guard: dict[str, Any] | None = None  # the guard's figures, for report.json
 
-    def stage(self, name: str, fn: Callable[..., tuple[T, Counts]], *args: Any) -> T:
-        """Run one stage: time it, log and keep its counts, return its result."""
-        with self.stages.stage(name) as counts:
+    def stage(self, name: str, about: str, fn: Callable[..., tuple[T, Counts]], *args: Any) -> T:
+        """Run one stage: time it, log and keep its counts, return its result. `about` is
+        its size as known when it starts, for its Spark jobs' description."""
+        with self.stages.stage(name, about) as counts:
             result, found = fn(self, *args)
             counts.update(found)
         return result
@@ -184,16 +187,19 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
     """Run the whole job; returns the report also written to report.json."""
     started = time.time()
     with _opened(spark, cfg, input_path, output) as r:
-        inp = r.stage("read", _read)
-        signed = r.stage("sign", _sign, inp)
-        exact = r.stage("exact", _exact, signed)
-        candidates = r.stage("candidates", _candidates, inp, exact)
-        edges = r.stage("verify", _verify, inp, signed, candidates)
-        components = r.stage("components", _components, edges)
-        chosen = r.stage("survivors", _survivors, exact, edges, components)
-        assigned = r.stage("guard", _guard, inp, signed, exact, edges, chosen)
-        r.stage("write", _write, inp, exact, assigned)
-        r.stage("check", _check, inp)
+        inp = r.stage("read", input_path, _read)
+        signed = r.stage("sign", count(inp.rows - inp.malformed_rows, "documents"), _sign, inp)
+        exact = r.stage("exact", count(signed.signed, "signed"), _exact, signed)
+        reps = count(signed.signed - exact.copies, "representatives")
+        candidates = r.stage("candidates", reps, _candidates, inp, exact)
+        edges = r.stage("verify", count(candidates.rows, "candidates"), _verify, inp, signed, candidates)
+        components = r.stage("components", count(edges.rows, "edges"), _components, edges)
+        chosen = r.stage("survivors", count(edges.rows, "edges"), _survivors, exact, edges, components)
+        members = count(signed.signed, "documents")
+        assigned = r.stage("guard", members, _guard, inp, signed, exact, edges, chosen)
+        written = f"{assigned.kept:,} kept / {signed.signed - assigned.kept:,} removed"
+        r.stage("write", written, _write, inp, exact, assigned)
+        r.stage("check", count(inp.rows, "rows"), _check, inp)
     report = _report(r, started, inp)
     _publish(r.fs, r.paths, report)
     return Result(r.paths.output, report)
@@ -202,12 +208,15 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
 def sample(spark: SparkSession, cfg: Config, input_path: str, size: int, max_bytes: int) -> Sample:
     """What `neardup tune --input` reads: the input read and checked as `run` reads it,
     then a sample of its documents (stages/sample.py) on the driver."""
-    stages = StageLog(lambda name: spark.sparkContext.setJobDescription(f"neardup tune: {name}"))
-    with stages.stage("read") as counts:
+    def describe(name: str, about: str) -> None:
+        spark.sparkContext.setJobDescription(f"neardup tune: {name} {about}".rstrip())
+
+    stages = StageLog(describe)
+    with stages.stage("read", input_path) as counts:
         opened = open_input(spark, cfg, input_path)
         counts["input"] = opened.check.rows + opened.check.malformed
     batches = plan_memory(spark, cfg, opened.profile)
-    with batch_settings(spark, batches, cfg.spark), stages.stage("sample") as counts:
+    with batch_settings(spark, batches, cfg.spark), stages.stage("sample", f"{size:,} documents") as counts:
         drawn = draw_sample(documents(opened.source, cfg), sign_params(cfg), size, max_bytes)
         counts.update(documents=len(drawn.texts), text_bytes=drawn.text_bytes)
     return drawn
@@ -307,6 +316,7 @@ def plan_memory(spark: SparkSession, cfg: Config, profile: InputProfile | None) 
 class _Signed:
     frame: DataFrame  # sign_documents' output, read back from _work/
     rejected: int
+    signed: int  # rows with a signature (not rejected)
 
 
 def _sign(r: _Run, inp: _Input) -> tuple[_Signed, Counts]:
@@ -317,7 +327,8 @@ def _sign(r: _Run, inp: _Input) -> tuple[_Signed, Counts]:
     totals = signed.agg(F.count(F.lit(1)).alias("rows"), F.count(C.REASON).alias("rejected")).first()
     assert totals is not None
     rejected = int(totals["rejected"])
-    return _Signed(signed, rejected), {"rejected": rejected, "signed": int(totals["rows"]) - rejected}
+    n = int(totals["rows"]) - rejected
+    return _Signed(signed, rejected, n), {"rejected": rejected, "signed": n}
 
 
 @dataclass(frozen=True)
@@ -528,13 +539,17 @@ def _opened(spark: SparkSession, cfg: Config, input_path: str, output: str) -> I
     fs.delete(f"{paths.work}/checkpoints")
     fs.mkdirs(paths.work)
     spark.sparkContext.setCheckpointDir(f"{paths.work}/checkpoints")
-    # Each stage's Spark jobs carry its name (Spark UI, event log, the memory benchmark).
-    stages = StageLog(lambda name: spark.sparkContext.setJobDescription(f"neardup: {name}"))
-    r = _Run(spark, cfg, input_path, paths, fs, WorkDir(spark, fs, paths.work), stages)
+    run_id = uuid.uuid4().hex
+    # Each stage's Spark jobs form a group described with the stage's name and size (Spark
+    # UI, REST API, event log, the memory benchmark).
+    groups = JobGroups(spark.sparkContext, run_id)
+    stages = StageLog(groups.start)
+    r = _Run(spark, cfg, input_path, paths, fs, WorkDir(spark, fs, paths.work), stages, run_id)
     try:
         yield r
     finally:
         r.close()
+        groups.close()
 
 
 def _paths(spark: SparkSession, input_path: str, output: str, cfg: Config) -> tuple[Paths, FileSystem]:
@@ -555,7 +570,7 @@ def _report(r: _Run, started: float, inp: _Input) -> dict[str, Any]:
     cfg, c = r.cfg, r.stages.counts
     return {
         "neardup_version": __version__,
-        "run_id": uuid.uuid4().hex,
+        "run_id": r.run_id,
         "input": r.input_path,
         "output": r.paths.output,
         "config": cfg.to_dict(),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -189,3 +190,107 @@ def test_both_components_backends_give_the_same_clusters(
     report = json.loads((out / "report.json").read_text())
     assert report["components"]["backend"] == "graphframes"
     assert _rows(out) == _rows(sample_run[0])
+
+
+# Spark's start-up chatter: the JVM's, log4j's and Hadoop's lines a bare Spark prints.
+CHATTER = (
+    "WARNING: Using incubator modules: jdk.incubator.vector",
+    "Using Spark's default log4j profile",
+    'Setting default log level to "WARN".',
+    "To adjust logging level use sc.setLogLevel(newLevel).",
+    "NativeCodeLoader: Unable to load native-hadoop library",
+)
+
+
+def _chatter(text: str) -> list[str]:
+    return [c for c in CHATTER if c in text]
+
+
+def test_stderr_holds_neardup_lines_only(sample_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    """The README's first command: on stderr the first line, where Spark's log is, the
+    memory plan, one line per stage and nothing else; the summary on stdout. The log is
+    deleted when the run ends well."""
+    from neardup import __version__
+
+    out, proc = sample_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    t = r"\d\d:\d\d:\d\d neardup "
+    n = r"[\d,]+"
+    want = [
+        rf"{t}neardup {re.escape(__version__)} on local\[\*\], JVM heap .+: input {re.escape(str(SAMPLE))}, "
+        r"threshold 0\.80, 18 bands x 5 rows of 128 oph permutations, verify exact",
+        rf"{t}Spark's own log: (/\S+/neardup-[\w.-]+/spark-[\w-]+\.log) \(kept if the run fails; "
+        r"--debug shows it here\)",
+        rf"{t}memory: driver heap .+",
+        *(
+            rf"{t}stage {name:<10} +\d+\.\d s  {counts}"
+            for name, counts in [
+                ("read", "input=3,000"),
+                ("sign", "rejected=0, signed=3,000"),
+                ("exact", "exact_duplicates=119"),
+                ("candidates", f"candidate_pairs={n}"),
+                ("verify", f"verified_pairs={n}"),
+                ("components", "components_backend=builtin, components_iterations=\\d+"),
+                ("survivors", "clusters=181, largest_cluster=5"),
+                ("write", ""),
+                ("check", "kept=2,738, unique=2,557, exact_duplicates=119, near_duplicates=143, rejected=0"),
+            ]
+        ),
+    ]
+    lines = proc.stderr.splitlines()
+    assert len(lines) == len(want), proc.stderr
+    for line, pattern in zip(lines, want, strict=True):
+        assert re.fullmatch(pattern, line), (line, pattern)
+    assert _chatter(proc.stderr) == []
+    log = re.fullmatch(want[1], lines[1])
+    assert log is not None and not Path(log.group(1)).exists()
+    summary = proc.stdout.splitlines()
+    assert len(summary) == 2 and summary[0].startswith("neardup: 3,000 documents in ")
+    assert summary[1] == (
+        f"Outputs in file:{out}: kept/ (the deduplicated corpus), clusters/ (every input id with its "
+        "cluster and status), rejected/, report.json."
+    )
+
+
+def test_debug_shows_spark_s_own_output(tmp_path: Path) -> None:
+    """With --debug the JVM writes to the terminal: its start-up lines are there (the run
+    stops after reading, which is enough to see them)."""
+    import pyspark
+
+    proc = neardup(
+        "dedup",
+        "--input",
+        str(SAMPLE),
+        "--output",
+        str(tmp_path / "out"),
+        "--debug",
+        env={"NEARDUP_FAIL_AFTER_STAGE": "read"},
+    )
+    assert proc.returncode == 86, proc.stderr[-3000:]
+    # Spark 4 adds the incubator module (SPARK-48021); Spark 3.5 does not.
+    want = list(CHATTER[1:] if int(pyspark.__version__.split(".")[0]) < 4 else CHATTER)
+    assert _chatter(proc.stderr) == want
+    assert "Spark's own log" not in proc.stderr
+
+
+def test_spark_submit_keeps_spark_s_start_up_off_stderr(tmp_path: Path) -> None:
+    """./spark-submit.sh (local[1]): the driver logs warnings only and the JVM's incubator
+    line is dropped, so none of the chatter and no INFO line reaches stderr (the run stops
+    after reading; the start-up is over by then). PythonRunner sends the driver's Python
+    stderr, neardup's lines, to stdout."""
+    conf_dir = tmp_path / "spark-conf"  # no log4j2.properties of a user's
+    conf_dir.mkdir()
+    env = {"PYTHON": sys.executable, "SPARK_CONF_DIR": str(conf_dir), "NEARDUP_FAIL_AFTER_STAGE": "read"}
+    args = ["dedup", "--input", str(SAMPLE), "--output", str(tmp_path / "out")]
+    proc = subprocess.run(
+        [str(ROOT / "spark-submit.sh"), "--master", "local[1]", "--", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable, **env},
+        cwd=ROOT,
+    )
+    assert proc.returncode == 86, (proc.stdout + proc.stderr)[-3000:]
+    assert re.search(r"stage read +\d+\.\d s  input=3,000", proc.stdout), proc.stdout
+    assert _chatter(proc.stderr) == [], proc.stderr
+    assert [line for line in proc.stderr.splitlines() if " INFO " in line] == [], proc.stderr
