@@ -73,7 +73,12 @@ def similarity_summary(values: np.ndarray, bins: int = 20) -> dict[str, object]:
     """A histogram of similarities over [0, 1] in `bins` equal bins (the last closed),
     and the quantiles in QUANTILES (linear interpolation)."""
     v = np.asarray(values, dtype=np.float64)
-    counts, edges = np.histogram(v, bins=bins, range=(0.0, 1.0))
+    # Bin i holds [i / bins, (i + 1) / bins): floor(v * bins), with a hair of slack so a
+    # value such as 0.95 lands in the bin its label starts with (np.histogram's edge
+    # 19 * 0.05 is 0.9500000000000001, which would put 0.95 one bin lower).
+    index = np.clip(np.floor(v * bins + 1e-9).astype(np.int64), 0, bins - 1)
+    counts = np.bincount(index, minlength=bins)
+    edges = np.arange(bins + 1) / bins
     qs = np.quantile(v, QUANTILES) if len(v) else np.full(len(QUANTILES), np.nan)
     return {
         "histogram": [
