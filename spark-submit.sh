@@ -47,7 +47,10 @@ if [ "$with_graphframes" = 1 ]; then
   extra+=(--packages "$coordinate")
 fi
 if [ -n "${NEARDUP_VENV_ARCHIVE:-}" ]; then
+  # Executors run the unpacked interpreter; the driver keeps this one (the relative path
+  # exists only in executors' working directories).
   extra+=(--archives "$NEARDUP_VENV_ARCHIVE#neardup_env" --conf spark.pyspark.python=./neardup_env/bin/python)
+  extra+=(--conf "spark.pyspark.driver.python=${PYSPARK_DRIVER_PYTHON:-$python}")
 fi
 
 cmd=("$submit" "${submit_opts[@]}" "${extra[@]}" --py-files "$zip_path" "$here/jobs/dedup.py" "$@")
