@@ -2,7 +2,7 @@
 
     read -> sign (normalize, hash, MinHash, band keys: the one pass over the text)
          -> exact copies -> LSH candidates -> verify -> components
-         -> survivors -> write -> check -> publish
+         -> survivors -> write -> check -> report (figures for report.html) -> publish
 
 Each stage is one call that returns its result and its counts; the Spark work lives in
 `neardup.stages`, the math in `neardup.kernels`. Everything is written under a staging
@@ -16,6 +16,7 @@ by a rerun with the same fingerprint (`fingerprints`).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import logging
 import time
@@ -34,6 +35,7 @@ from neardup.config import Config
 from neardup.errors import UsageError
 from neardup.kernels.bands import s_curve
 from neardup.kernels.sign import SignParams
+from neardup.report.summary import Summary
 from neardup.runtime.fs import FileSystem
 from neardup.runtime.memory import BatchSizes, human, slot_share
 from neardup.runtime.session import heap_and_slots
@@ -52,6 +54,7 @@ from neardup.stages.components import connected_components
 from neardup.stages.exact import group_exact
 from neardup.stages.lsh import candidate_edges
 from neardup.stages.read import CORRUPT, check_columns, check_rows, documents, malformed_lines, read_input
+from neardup.stages.report import gather
 from neardup.stages.sign import sign_documents, sign_params
 from neardup.stages.survivors import select_survivors
 from neardup.stages.verify import verify_pairs
@@ -168,6 +171,8 @@ class _Run:
 def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Result:
     """Run the whole job; returns the report also written to report.json."""
     started = time.time()
+    if cfg.report.html and importlib.util.find_spec("matplotlib") is None:
+        raise UsageError("report.html needs matplotlib: pip install matplotlib, or set report.html: false")
     with _opened(spark, cfg, input_path, output) as r:
         inp = r.stage("read", _read)
         signed = r.stage("sign", _sign, inp)
@@ -178,8 +183,10 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
         assigned = r.stage("survivors", _survivors, exact, edges, components)
         r.stage("write", _write, inp, exact, assigned)
         r.stage("check", _check, inp)
+        summary = r.stage("report", _gather_report, inp, edges) if cfg.report.html else None
     report = _report(r, started, inp)
-    _publish(r.fs, r.paths, report)
+    files = {"report.html": _render_html(report, summary)} if summary is not None else {}
+    _publish(r.fs, r.paths, report, files)
     return Result(r.paths.output, report)
 
 
@@ -381,6 +388,30 @@ def _check(r: _Run, inp: _Input) -> tuple[None, Counts]:
     return None, dict(counts)
 
 
+def _gather_report(r: _Run, inp: _Input, edges: _Edges) -> tuple[Summary, Counts]:
+    summary = gather(
+        r.spark.read.parquet(r.paths.staged("clusters")),
+        edges.frame,
+        inp.source,
+        r.cfg.input.id_col,
+        r.cfg.input.text_col,
+        r.cfg.report.sample_clusters,
+        r.cfg.report.seed,
+    )
+    return summary, {}
+
+
+def _render_html(report: dict[str, Any], summary: Summary) -> bytes:
+    """report.html from the finished report (so its seconds and total are report.json's);
+    rendering is driver-side matplotlib, about a second, after the total is taken."""
+    from neardup.report.page import render  # matplotlib is imported only when a page is made
+
+    start = time.perf_counter()
+    page = render(report, summary).encode("utf-8")
+    log.info("report.html: %s rendered in %.1f s", human(len(page)), time.perf_counter() - start)
+    return page
+
+
 # --- around the stages ------------------------------------------------------------------
 
 
@@ -452,10 +483,13 @@ def _report(r: _Run, started: float, inp: _Input) -> dict[str, Any]:
     }
 
 
-def _publish(fs: FileSystem, paths: Paths, report: dict[str, Any]) -> None:
-    """Move the checked staging directory into place; _SUCCESS last."""
+def _publish(fs: FileSystem, paths: Paths, report: dict[str, Any], files: dict[str, bytes]) -> None:
+    """Write report.json and `files` (report.html) into staging, move the checked staging
+    directory into place; _SUCCESS last."""
     fs.delete(paths.work)
     fs.write_bytes(paths.staged("report.json"), (json.dumps(report, indent=2, default=str) + "\n").encode())
+    for name, data in files.items():
+        fs.write_bytes(paths.staged(name), data)
     fs.delete(paths.output)
     fs.rename(paths.staging, paths.output)
     fs.write_bytes(paths.final("_SUCCESS"), b"")

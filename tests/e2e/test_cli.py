@@ -4,38 +4,12 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "data" / "sample" / "corpus.jsonl.gz"
-
-
-def neardup(
-    *args: str, timeout: int = 600, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "neardup", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        cwd=ROOT,
-    )
-
-
-@pytest.fixture(scope="module")
-def sample_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """One uninterrupted run of the README's first command (to a temporary output)."""
-    out = tmp_path_factory.mktemp("sample") / "out"
-    proc = neardup("dedup", "--input", str(SAMPLE), "--output", str(out))
-    return out, proc
+from cli_process import SAMPLE, neardup
 
 
 def _rows(out: Path) -> list[dict[str, object]]:
@@ -46,7 +20,7 @@ def test_sample_corpus_end_to_end(sample_run: tuple[Path, subprocess.CompletedPr
     out, proc = sample_run
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Outputs in" in proc.stdout and "kept/" in proc.stdout
-    for name in ("kept", "clusters", "rejected", "report.json", "_SUCCESS"):
+    for name in ("kept", "clusters", "rejected", "report.json", "report.html", "_SUCCESS"):
         assert (out / name).exists(), name
     report = json.loads((out / "report.json").read_text())
     with gzip.open(SAMPLE, "rt", encoding="utf-8") as f:
