@@ -36,7 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("dedup", help="find near-duplicates and keep one document per cluster")
     d.add_argument("--input", required=True, help="file, directory, or catalog table (with --format table)")
     d.add_argument(
-        "--output", required=True, help="output directory (kept/, clusters/, rejected/, report.json)"
+        "--output",
+        required=True,
+        help="output directory (kept/, clusters/, rejected/, report.json, report.html)",
     )
     d.add_argument(
         "--format", choices=["parquet", "jsonl", "csv", "table"], help="input format (default: from the path)"
@@ -263,6 +265,7 @@ def summary(output: str, report: dict[str, Any]) -> str:
     secs = report["seconds"]["total"]
     n = c["input"] or 0
     rate = n / secs if secs else 0.0
+    page = " and report.html (open it in a browser)" if report["config"]["report"]["html"] else ""
     return (
         f"neardup: {n:,} documents in {secs:.1f} s ({rate:,.0f} docs/s). "
         f"Kept {c['kept']:,} ({c['unique']:,} unique, {c['clusters']:,} clusters of duplicates, "
@@ -271,5 +274,5 @@ def summary(output: str, report: dict[str, Any]) -> str:
         f"{f' ({m:,} malformed lines)' if (m := c.get('malformed')) else ''}. "
         f"Candidates {c['candidate_pairs']:,}, verified {c['verified_pairs']:,}.\n"
         f"Outputs in {output}: kept/ (the deduplicated corpus), clusters/ (every input id "
-        f"with its cluster and status), rejected/, report.json."
+        f"with its cluster and status), rejected/, report.json{page}."
     )

@@ -17,7 +17,7 @@ import matplotlib
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import LogFormatter, NullFormatter
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from neardup.kernels.bands import candidate_probability
 from neardup.report.summary import BINS, Histogram
@@ -141,12 +141,14 @@ def sizes_chart(sizes: Mapping[int, int], title: str) -> bytes:
         ax.plot(xs, [sizes[x] for x in xs], "o-", color=COLOR, markersize=5, linewidth=0.8)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        # Plain numbers (1, 10, 1000), not 10^3; a few sizes are each labelled.
-        ax.yaxis.set_major_formatter(LogFormatter())
-        ax.xaxis.set_major_formatter(LogFormatter())
+        # Plain numbers (1, 10, 100,000), not 10^5 or 1e+05; a few sizes are each labelled.
+        plain = FuncFormatter(lambda v, _pos: f"{v:,.0f}" if v >= 1 else f"{v:g}")
+        ax.yaxis.set_major_formatter(plain)
+        ax.xaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
         if len(xs) <= 12:
             ax.set_xticks(xs, [f"{x:,}" for x in xs])
-            ax.xaxis.set_minor_formatter(NullFormatter())
         if xs:
             ax.set_xlim(0.8, max(xs) * 1.25)
             ax.set_ylim(0.8, max(sizes.values()) * 1.5)
