@@ -198,6 +198,8 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
     from neardup import pipeline
     from neardup.runtime.session import start
 
+    pipeline.check_renderer(cfg)  # before the JVM starts
+
     packages = []
     if cfg.components.backend == "graphframes":
         from neardup.runtime.packages import graphframes_package

@@ -16,7 +16,6 @@ by a rerun with the same fingerprint (`fingerprints`).
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import logging
 import time
@@ -74,6 +73,18 @@ BROADCAST_ROWS = 2_000_000
 
 def broadcastable(bound: int) -> bool:
     return bound <= BROADCAST_ROWS
+
+
+def check_renderer(cfg: Config) -> None:
+    """report.html is drawn with matplotlib on the driver: say so before any work, not after."""
+    if not cfg.report.html:
+        return
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError(
+            "report.html needs matplotlib on the driver: pip install matplotlib, or --set report.html=false"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -171,8 +182,7 @@ class _Run:
 def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Result:
     """Run the whole job; returns the report also written to report.json."""
     started = time.time()
-    if cfg.report.html and importlib.util.find_spec("matplotlib") is None:
-        raise UsageError("report.html needs matplotlib: pip install matplotlib, or set report.html: false")
+    check_renderer(cfg)
     with _opened(spark, cfg, input_path, output) as r:
         inp = r.stage("read", _read)
         signed = r.stage("sign", _sign, inp)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from cli_process import SAMPLE
+from cli_process import SAMPLE, neardup
 
 from report_dom import Node, external_references, parse, sample_pairs
 
@@ -169,3 +169,17 @@ def test_screenshot_shows_the_page(page: dict) -> None:
         dark = sum(im.convert("L").resize((64, 200)).histogram()[:160])
     # Text, tables and charts: a blank or unstyled error page would have next to no ink.
     assert dark > 200, dark
+
+
+def test_without_matplotlib_the_job_stops_before_it_starts(tmp_path: Path) -> None:
+    shadow = tmp_path / "shadow" / "matplotlib"  # first on the path: `import matplotlib` fails
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    out = tmp_path / "out"
+    proc = neardup(
+        "dedup", "--input", str(SAMPLE), "--output", str(out), env={"PYTHONPATH": str(shadow.parent)}
+    )
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("neardup: error:")]
+    assert proc.returncode == 2 and len(errors) == 1, proc.stderr[-2000:]
+    assert "report.html needs matplotlib" in errors[0] and "report.html=false" in errors[0]
+    assert "Traceback" not in proc.stderr and "stage read" not in proc.stderr and not out.exists()
