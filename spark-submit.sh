@@ -11,6 +11,10 @@
 # (a cluster image, see docker/), or set NEARDUP_VENV_ARCHIVE to a packed virtual
 # environment (venv-pack / conda-pack .tar.gz) and it is shipped with --archives.
 # SPARK_SUBMIT overrides which spark-submit runs (default: $SPARK_HOME/bin or pyspark's own).
+#
+# Unless the job's arguments include --debug, Spark's start-up notices are kept off the
+# terminal: the driver logs warnings and errors only, and the JVM's incubator-module line
+# is dropped.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 python="${PYTHON:-python3}"
@@ -44,7 +48,28 @@ if [ "$with_graphframes" = 1 ]; then
   extra+=(--packages "$coordinate")
 fi
 if [ -n "${NEARDUP_VENV_ARCHIVE:-}" ]; then
+  # Executors run the unpacked interpreter; the driver keeps this one (the relative path
+  # exists only in executors' working directories).
   extra+=(--archives "$NEARDUP_VENV_ARCHIVE#neardup_env" --conf spark.pyspark.python=./neardup_env/bin/python)
+  extra+=(--conf "spark.pyspark.driver.python=${PYSPARK_DRIVER_PYTHON:-$python}")
 fi
 
-exec "$submit" "${submit_opts[@]}" "${extra[@]}" --py-files "$zip_path" "$here/jobs/dedup.py" "$@"
+cmd=("$submit" "${submit_opts[@]}" "${extra[@]}" --py-files "$zip_path" "$here/jobs/dedup.py" "$@")
+for arg in "$@"; do
+  if [ "$arg" = "--debug" ]; then exec "${cmd[@]}"; fi  # Spark's output as Spark makes it
+done
+# Quiet Spark's start-up on the terminal. The driver JVM's log: warnings and errors only
+# (lib/neardup/conf/log4j2.properties), unless SPARK_CONF_DIR has a log4j2.properties of
+# the user's; SPARK_SUBMIT_OPTS reaches the driver in client mode, and the user's
+# --driver-java-options still win.
+conf_dir="${SPARK_CONF_DIR:-${SPARK_HOME:-/nonexistent}/conf}"
+if [ ! -f "$conf_dir/log4j2.properties" ]; then
+  export SPARK_SUBMIT_OPTS="-Dlog4j2.configurationFile=\"$here/lib/neardup/conf/log4j2.properties\" ${SPARK_SUBMIT_OPTS:-}"
+fi
+# The JVM itself prints this line when Spark (4) adds jdk.incubator.vector, and nothing
+# turns it off: it is dropped from stderr here, every other line passes (in plain bash,
+# line by line, as it comes).
+notice="WARNING: Using incubator modules: jdk.incubator.vector"
+exec "${cmd[@]}" 2> >(while IFS= read -r line || [ -n "$line" ]; do
+  [ "$line" = "$notice" ] || printf '%s\n' "$line"
+done >&2)

@@ -5,8 +5,10 @@ generated corpus, scored against exact ground truth.
     python jobs/benchmark.py --docs 100000 [--tools neardup,rensa,datasketch,datatrove,mllib]
     python jobs/benchmark.py kernels [--docs 2000]     # microseconds per document to a signature
     python jobs/benchmark.py memory [--sweep]          # memory per stage, smallest heap
+    python jobs/benchmark.py realtext                  # the guard on this machine's licences and docs
 
-Runs bench/e2e.py (bench/sign_kernels.py with `kernels`, bench/memory.py with `memory`)
+Runs bench/e2e.py (bench/sign_kernels.py with `kernels`, bench/memory.py with `memory`, bench/realtext.py
+with `realtext`)
 from a source checkout; see
 bench/README.md for what each tool runs and how it is measured.
 """
@@ -24,6 +26,8 @@ if __name__ == "__main__":
         script, args = "sign_kernels.py", args[1:]
     elif args[:1] == ["memory"]:
         script, args = "memory.py", args[1:]
+    elif args[:1] == ["realtext"]:
+        script, args = "realtext.py", args[1:]
     path = BENCH / script
     if not path.is_file():
         sys.exit(f"benchmark: {path} not found; run from a source checkout of neardup")

@@ -25,7 +25,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         {
             "spark.sql.shuffle.partitions": "4",
             "spark.default.parallelism": "4",
-            "spark.ui.enabled": "false",
+            # The UI's REST API lists jobs with their descriptions (test_job_groups.py);
+            # port 0: any free one.
+            "spark.ui.port": "0",
             "spark.driver.memory": "2g",
             "spark.sql.warehouse.dir": str(tmp_path_factory.mktemp("warehouse")),
             **packages,

@@ -1,4 +1,5 @@
-"""The command line: `neardup dedup ...` (also `python -m neardup`, jobs/dedup.py).
+"""The command line: `neardup dedup|tune|evaluate ...` (also `python -m neardup`,
+jobs/dedup.py).
 
 Thin: parse arguments, build the config and the session, call the pipeline, and
 turn failures into one line on stderr with a distinct exit code
@@ -8,6 +9,7 @@ turn failures into one line on stderr with a distinct exit code
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import re
@@ -22,6 +24,8 @@ from neardup.errors import InputDataError, NeardupError, UsageError, stage_of
 log = logging.getLogger("neardup")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INPUT = 0, 1, 2, 3
+# `neardup tune --input` defaults: documents and text bytes of the sample, test level.
+SAMPLE_SIZE, SAMPLE_BYTES, ALPHA = 10_000, "64m", 0.01
 
 
 class _Parser(argparse.ArgumentParser):
@@ -29,33 +33,102 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def _add_input(p: argparse.ArgumentParser, required: bool) -> None:
+    p.add_argument(
+        "--input",
+        required=required,
+        metavar="PATH",
+        help="file, directory, or catalog table (with --format table)",
+    )
+    p.add_argument(
+        "--format", choices=["parquet", "jsonl", "csv", "table"], help="input format (default: from the path)"
+    )
+    p.add_argument("--id-col", help="id column (default: id)")
+    p.add_argument("--text-col", help="text column (default: text)")
+
+
+def _add_config(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", action="append", default=[], metavar="FILE", help="YAML overlay; repeatable")
+    p.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="config override; repeatable"
+    )
+
+
+def _add_session(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--master", help="Spark master URL (default: local[*] unless spark-submit chose one)")
+    p.add_argument(
+        "--conf", action="append", default=[], metavar="SPARK_KEY=VALUE", help="Spark setting; repeatable"
+    )
+    p.add_argument("--debug", action="store_true", help="print tracebacks and Spark's own logs")
+    p.add_argument("--quiet", action="store_true", help="only errors and the final summary")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="neardup", description="Near-duplicate detection on Apache Spark.")
     parser.add_argument("--version", action="version", version=f"neardup {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     d = sub.add_parser("dedup", help="find near-duplicates and keep one document per cluster")
-    d.add_argument("--input", required=True, help="file, directory, or catalog table (with --format table)")
+    _add_input(d, required=True)
     d.add_argument(
         "--output",
         required=True,
         help="output directory (kept/, clusters/, rejected/, report.json, report.html)",
     )
-    d.add_argument(
-        "--format", choices=["parquet", "jsonl", "csv", "table"], help="input format (default: from the path)"
-    )
-    d.add_argument("--id-col", help="id column (default: id)")
-    d.add_argument("--text-col", help="text column (default: text)")
-    d.add_argument("--config", action="append", default=[], metavar="FILE", help="YAML overlay; repeatable")
-    d.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="config override; repeatable"
-    )
+    _add_config(d)
     d.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    d.add_argument("--master", help="Spark master URL (default: local[*] unless spark-submit chose one)")
-    d.add_argument(
-        "--conf", action="append", default=[], metavar="SPARK_KEY=VALUE", help="Spark setting; repeatable"
+    _add_session(d)
+    t = sub.add_parser(
+        "tune",
+        help="the bands and rows dedup would use, their S-curve and error areas; "
+        "with --input, the curve measured on a sample of the corpus",
     )
-    d.add_argument("--debug", action="store_true", help="print tracebacks and Spark's own logs")
-    d.add_argument("--quiet", action="store_true", help="only errors and the final summary")
+    _add_config(t)
+    t.add_argument("--threshold", type=float, metavar="T", help="lsh.threshold (after --config and --set)")
+    t.add_argument("--num-perm", type=int, metavar="K", help="minhash.num_perm (after --config and --set)")
+    t.add_argument(
+        "--bands", type=int, metavar="B", help="lsh.bands, to try a banding of your own (with --rows)"
+    )
+    t.add_argument(
+        "--rows", type=int, metavar="R", help="lsh.rows, to try a banding of your own (with --bands)"
+    )
+    _add_input(t, required=False)
+    t.add_argument(
+        "--sample", type=int, metavar="N", help=f"documents to sample from --input (default {SAMPLE_SIZE:,})"
+    )
+    t.add_argument(
+        "--sample-bytes",
+        metavar="SIZE",
+        help=f"at most this much text in the sample (default {SAMPLE_BYTES})",
+    )
+    t.add_argument(
+        "--alpha", type=float, default=ALPHA, help=f"significance level of the test (default {ALPHA:g})"
+    )
+    t.add_argument("--json", action="store_true", help="print the report as JSON")
+    _add_session(t)
+
+    e = sub.add_parser(
+        "evaluate", help="score a finished output, against labels or by sampling what it removed"
+    )
+    e.add_argument("--output", required=True, help="a finished neardup output directory")
+    e.add_argument(
+        "--labels",
+        help="Parquet or JSON Lines: columns id and cluster (a cluster id per document) or id_a and id_b "
+        "(duplicate pairs)",
+    )
+    e.add_argument(
+        "--sample", type=int, default=2000, help="without labels: removed documents to score (default 2000)"
+    )
+    e.add_argument(
+        "--seed", type=int, help="without labels: the sample's seed (default: the run's minhash.seed)"
+    )
+    e.add_argument(
+        "--min-similarity",
+        type=float,
+        help="without labels: a removal is right at or above this Jaccard (default: the run's "
+        "guard.threshold, the verify threshold minus 0.1)",
+    )
+    e.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _add_session(e)
     return parser
 
 
@@ -65,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = _Run()
     try:
         args = build_parser().parse_args(args_list)
-        code = _dedup(args, run)
+        code = _COMMANDS[args.command](args, run)
         run.discard_log()
         return code
     except NeardupError as e:
@@ -75,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         run.discard_log()
         return e.exit_code
     except KeyboardInterrupt:
-        _error("interrupted; no output was published")
+        _error("interrupted; no output was published" + run.log_note())
         return EXIT_FAILED
     except Exception as e:  # the contract is one line, not a traceback
         died = run.jvm_death(e)
@@ -106,15 +179,15 @@ class _Run:
     def __init__(self) -> None:
         self.started: Any = None
         self.heap: str | None = None
+        self.log: Any = None  # the JVM's log file (a Path), if neardup launched it quietly
 
     def discard_log(self) -> None:
-        path = self.started.jvm_log if self.started is not None else None
-        if path is not None:
-            path.unlink(missing_ok=True)
+        """The run ended well, or with an error whose one line says it all."""
+        if self.log is not None:
+            self.log.unlink(missing_ok=True)
 
     def log_note(self) -> str:
-        path = self.started.jvm_log if self.started is not None else None
-        return f" (Spark's log: {path})" if path is not None else ""
+        return f" (Spark's log: {self.log})" if self.log is not None else ""
 
     def jvm_death(self, e: BaseException) -> str | None:
         """The one-line story of a local JVM that died under us, or None if it lives."""
@@ -128,7 +201,7 @@ class _Run:
             code = proc.wait(timeout=5)
         except Exception:  # still running: not a JVM death
             return None
-        path = self.started.jvm_log if self.started is not None else None
+        path = self.log
         text = path.read_text(errors="replace") if path is not None and path.exists() else ""
         return local_jvm_died(code, text, stage_of(e), self.heap).message + self.log_note()
 
@@ -168,9 +241,7 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {head[:500]} (rerun with --debug for the traceback)"
 
 
-def _dedup(args: argparse.Namespace, run: _Run) -> int:
-    from neardup import config as config_mod
-
+def _input_overrides(args: argparse.Namespace) -> dict[str, Any]:
     overrides: dict[str, Any] = {}
     if args.format:
         overrides.setdefault("input", {})["format"] = args.format
@@ -178,15 +249,24 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
         overrides.setdefault("input", {})["id_col"] = args.id_col
     if args.text_col:
         overrides.setdefault("input", {})["text_col"] = args.text_col
-    if args.overwrite:
-        overrides["output"] = {"overwrite": True}
+    return overrides
+
+
+def _load_config(args: argparse.Namespace, overrides: dict[str, Any]) -> Any:
+    """The config of the layers and the command's own flags; its warnings go to the log."""
+    from neardup import config as config_mod
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", config_mod.ConfigWarning)
         cfg = config_mod.load(args.config, args.set, args.conf, overrides)
-
     _log_to_stderr(logging.WARNING if args.quiet else logging.INFO)
     for w in caught:
         log.warning("config: %s", w.message)
+    return cfg
+
+
+def _session(args: argparse.Namespace, cfg: Any, run: _Run, packages: Sequence[str] = ()) -> Any:
+    """Start (or reuse) the SparkSession for cfg; remembers it in `run` for the error handler."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
         import pyspark  # noqa: F401
@@ -195,23 +275,37 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
             "pyspark is not installed: pip install 'neardup[spark]' (where Spark is provided, "
             "as on Databricks or a cluster image, install neardup into that Python instead)"
         ) from None
-    from neardup import pipeline
-    from neardup.runtime.session import start
+    from neardup.runtime.session import launched_log, start
 
-    pipeline.check_renderer(cfg)  # before the JVM starts
-
-    packages = []
-    if cfg.components.backend == "graphframes":
-        from neardup.runtime.packages import graphframes_package
-
-        packages.append(graphframes_package(cfg.components.graphframes_package))
-    run.started = started = start(args.master, cfg.spark, quiet_jvm=not args.debug, packages=packages)
+    try:
+        run.started = started = start(args.master, cfg.spark, quiet_jvm=not args.debug, packages=packages)
+    finally:
+        run.log = launched_log()  # also when the session failed to start: the error names it
     spark = started.spark
     if not args.debug:
         _quiet_python_side(spark)
     conf = spark.sparkContext.getConf()
     local = str(spark.sparkContext.master).startswith("local")
     run.heap = conf.get("spark.driver.memory" if local else "spark.executor.memory")
+    return spark
+
+
+def _dedup(args: argparse.Namespace, run: _Run) -> int:
+    overrides = _input_overrides(args)
+    if args.overwrite:
+        overrides["output"] = {"overwrite": True}
+    cfg = _load_config(args, overrides)
+    from neardup import pipeline
+
+    pipeline.check_renderer(cfg)  # before the JVM starts
+    packages = []
+    if cfg.components.backend == "graphframes":
+        from neardup.runtime.packages import graphframes_package
+
+        packages.append(graphframes_package(cfg.components.graphframes_package))
+    spark = _session(args, cfg, run, packages)
+    started = run.started
+    conf = spark.sparkContext.getConf()
     log.info(
         "neardup %s on %s, %s: input %s, threshold %.2f, %d bands x %d rows of %d %s permutations, verify %s",
         __version__,
@@ -227,12 +321,90 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
         cfg.verify.method,
     )
     if started.jvm_log is not None:
-        log.info("Spark's own log: %s (--debug shows it here)", started.jvm_log)
+        log.info("Spark's own log: %s (kept if the run fails; --debug shows it here)", started.jvm_log)
     for key in started.not_applied:
         log.warning("%s was not applied: the active Spark session cannot change it", key)
     result = pipeline.run(spark, cfg, args.input, args.output)
     print(summary(result.output, result.report))
     return EXIT_OK
+
+
+def _tune_flags(args: argparse.Namespace) -> tuple[int, int, dict[str, Any]]:
+    """Checked `tune` flags: (sample documents, sample bytes, config overrides)."""
+    from neardup.runtime.memory import parse_size
+
+    if args.threshold is not None and not 0.0 < args.threshold < 1.0:
+        raise UsageError(f"--threshold must be strictly between 0 and 1, not {args.threshold}")
+    if args.input is None and (args.sample is not None or args.sample_bytes is not None):
+        raise UsageError("--sample and --sample-bytes need --input, the corpus to sample")
+    size = SAMPLE_SIZE if args.sample is None else args.sample
+    if size < 2:
+        raise UsageError(f"--sample must be at least 2 documents (a pair), not {size}")
+    if not 0.0 < args.alpha < 1.0:
+        raise UsageError(f"--alpha must be strictly between 0 and 1, not {args.alpha}")
+    try:
+        max_bytes = parse_size(args.sample_bytes or SAMPLE_BYTES)
+    except ValueError:
+        raise UsageError(f"--sample-bytes must be a size such as 64m, not {args.sample_bytes!r}") from None
+    if max_bytes < 1:
+        raise UsageError(f"--sample-bytes must be at least one byte, not {args.sample_bytes!r}")
+    # The flags are the keys dedup reads, applied after --config and --set.
+    overrides = _input_overrides(args)
+    lsh = {"threshold": args.threshold, "bands": args.bands, "rows": args.rows}
+    if any(v is not None for v in lsh.values()):
+        overrides["lsh"] = {k: v for k, v in lsh.items() if v is not None}
+    if args.num_perm is not None:
+        overrides["minhash"] = {"num_perm": args.num_perm}
+    return size, max_bytes, overrides
+
+
+def _tune(args: argparse.Namespace, run: _Run) -> int:
+    """`neardup tune`: the theory needs no Spark; `--input` samples the corpus with it."""
+    size, max_bytes, overrides = _tune_flags(args)
+    cfg = _load_config(args, overrides)
+    from neardup import tune
+
+    measurement = None
+    if args.input is not None:
+        from neardup import pipeline
+        from neardup.kernels.measure import measure_pairs
+        from neardup.runtime.stagelog import StageLog
+        from neardup.stages.sign import sign_params
+
+        spark = _session(args, cfg, run)
+        if run.started.jvm_log is not None:
+            log.info("Spark's own log: %s (--debug shows it here)", run.started.jvm_log)
+        drawn = pipeline.sample(spark, cfg, args.input, size, max_bytes)
+        with StageLog().stage("measure") as counts:
+            pairs = measure_pairs(drawn.texts, sign_params(cfg))
+            counts.update(candidate_pairs=pairs.candidates, pairs=len(pairs.similarity))
+        info = tune.SampleInfo(
+            args.input, size, max_bytes, drawn.smallest, len(drawn.texts), drawn.text_bytes
+        )
+        measurement = tune.measured(cfg, info, pairs, args.alpha)
+    rep = tune.report(cfg, measurement)
+    print(json.dumps(rep, indent=2) if args.json else tune.render(rep))
+    return EXIT_OK
+
+
+def _evaluate(args: argparse.Namespace, run: _Run) -> int:
+    from neardup import config as config_mod
+
+    if args.sample < 1:
+        raise UsageError(f"--sample must be at least 1, not {args.sample}")
+    if args.min_similarity is not None and not 0.0 < args.min_similarity <= 1.0:
+        raise UsageError(f"--min-similarity must be in (0, 1], not {args.min_similarity}")
+    cfg = config_mod.load(spark_conf=args.conf)
+    _log_to_stderr(logging.WARNING if args.quiet or args.json else logging.INFO)
+    spark = _session(args, cfg, run)
+    from neardup.evaluate import as_text, evaluate
+
+    result = evaluate(spark, args.output, args.labels, args.sample, args.seed, args.min_similarity)
+    print(json.dumps(result, indent=2) if args.json else as_text(result))
+    return EXIT_OK
+
+
+_COMMANDS = {"dedup": _dedup, "tune": _tune, "evaluate": _evaluate}
 
 
 def _quiet_python_side(spark: Any) -> None:

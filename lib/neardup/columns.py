@@ -25,6 +25,8 @@ SIG_A = "_sig_a"  # signature verification: the two ends' signatures
 SIG_B = "_sig_b"
 REP = "_rep"  # exact-duplicate representative of a document
 KEPT_ID = "_kept_id"
+SAMPLE_KEY = "_sample_key"  # tune: the MinHash value that orders documents into the sample
+BYTES = "_bytes"  # tune: UTF-8 bytes of a document's text
 
 # Outputs (the contract)
 ID = "id"

@@ -143,6 +143,19 @@ class VerifyConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class GuardConfig:
+    enabled: bool = True
+    threshold: float | None = None  # None: the verify threshold minus 0.1
+    max_rounds: int = 20
+
+    def __post_init__(self) -> None:
+        t = self.threshold
+        if t is not None and (not 0.0 < t <= 1.0 or math.isnan(t)):
+            raise UsageError(f"config key guard.threshold must be in (0, 1], not {t}")
+        _within("guard.max_rounds", self.max_rounds, 1, 1000)
+
+
+@dataclasses.dataclass(frozen=True)
 class ComponentsConfig:
     backend: str = "auto"
     max_iterations: int = 60
@@ -209,6 +222,7 @@ class Config:
     lsh: LshConfig
     verify: VerifyConfig
     components: ComponentsConfig
+    guard: GuardConfig
     survivor: SurvivorConfig
     output: OutputConfig
     memory: MemoryConfig
@@ -244,6 +258,15 @@ class Config:
         t = self.verify.threshold
         return self.lsh.threshold if t is None else t
 
+    @property
+    def guard_threshold(self) -> float | None:
+        """The over-merge guard's threshold; None when the guard is off (or cannot score:
+        verify.method none keeps no similarities)."""
+        if not self.guard.enabled or self.verify.method == "none":
+            return None
+        t = self.guard.threshold
+        return round(max(self.verify_threshold - 0.1, 0.0), 6) if t is None else t
+
     def footguns(self, bands_chosen: bool = True) -> list[str]:
         """Settings that work but are probably a mistake, one sentence each. `bands_chosen`:
         the user set lsh.bands or lsh.rows (derived ones are what the derivation wants)."""
@@ -266,6 +289,15 @@ class Config:
             found.append(
                 f"verify.method = none at lsh.threshold = {t}: unverified band collisions chained by "
                 "connected components make giant false clusters; use exact or signature"
+            )
+        if (
+            self.guard.enabled
+            and self.guard.threshold is not None
+            and self.guard.threshold > self.verify_threshold
+        ):
+            found.append(
+                f"guard.threshold = {self.guard.threshold} is above the verify threshold "
+                f"{self.verify_threshold}: the guard splits off members that verification joined directly"
             )
         if self.verify.method == "signature" and k < 64:
             found.append(
@@ -295,6 +327,7 @@ _SECTIONS: dict[str, type] = {
     "lsh": LshConfig,
     "verify": VerifyConfig,
     "components": ComponentsConfig,
+    "guard": GuardConfig,
     "survivor": SurvivorConfig,
     "output": OutputConfig,
     "memory": MemoryConfig,

@@ -2,7 +2,8 @@
 
     read -> sign (normalize, hash, MinHash, band keys: the one pass over the text)
          -> exact copies -> LSH candidates -> verify -> components
-         -> survivors -> write -> check -> report (figures for report.html) -> publish
+         -> survivors -> over-merge guard -> write -> check
+         -> report (figures for report.html) -> publish
 
 Each stage is one call that returns its result and its counts; the Spark work lives in
 `neardup.stages`, the math in `neardup.kernels`. Everything is written under a staging
@@ -11,6 +12,9 @@ the job's own checks pass; `_SUCCESS` is written last. A crash at any point leav
 previous output (or none) and a staging directory, never output that looks complete.
 Stages whose results are kept under `_work/` (signatures, candidates, edges) are reused
 by a rerun with the same fingerprint (`fingerprints`).
+
+`sample` is what `neardup tune --input` runs instead: the same read and checks, then a
+sample of the documents brought to the driver.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from neardup.kernels.bands import s_curve
 from neardup.kernels.sign import SignParams
 from neardup.report.summary import Summary
 from neardup.runtime.fs import FileSystem
+from neardup.runtime.jobgroups import JobGroups, count
 from neardup.runtime.memory import BatchSizes, human, slot_share
 from neardup.runtime.session import heap_and_slots
 from neardup.runtime.sizing import (
@@ -51,11 +56,22 @@ from neardup.runtime.workdir import WorkDir, fingerprint, input_fingerprint
 from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
 from neardup.stages.exact import group_exact
+from neardup.stages.guard import GuardStats, guard_clusters
 from neardup.stages.lsh import candidate_edges
-from neardup.stages.read import CORRUPT, check_columns, check_rows, documents, malformed_lines, read_input
+from neardup.stages.read import (
+    CORRUPT,
+    Input,
+    RowCheck,
+    check_columns,
+    check_rows,
+    documents,
+    malformed_lines,
+    read_input,
+)
 from neardup.stages.report import gather
+from neardup.stages.sample import Sample, draw_sample
 from neardup.stages.sign import sign_documents, sign_params
-from neardup.stages.survivors import select_survivors
+from neardup.stages.survivors import assign_members, choose_survivors
 from neardup.stages.verify import verify_pairs
 from neardup.stages.write import write_outputs
 
@@ -157,12 +173,15 @@ class _Run:
     fs: FileSystem
     work: WorkDir
     stages: StageLog
+    run_id: str
     settings: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     cached: list[DataFrame] = field(default_factory=list)
+    guard: dict[str, Any] | None = None  # the guard's figures, for report.json
 
-    def stage(self, name: str, fn: Callable[..., tuple[T, Counts]], *args: Any) -> T:
-        """Run one stage: time it, log and keep its counts, return its result."""
-        with self.stages.stage(name) as counts:
+    def stage(self, name: str, about: str, fn: Callable[..., tuple[T, Counts]], *args: Any) -> T:
+        """Run one stage: time it, log and keep its counts, return its result. `about` is
+        its size as known when it starts, for its Spark jobs' description."""
+        with self.stages.stage(name, about) as counts:
             result, found = fn(self, *args)
             counts.update(found)
         return result
@@ -183,21 +202,46 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
     """Run the whole job; returns the report also written to report.json."""
     started = time.time()
     check_renderer(cfg)
+    summary: Summary | None = None
     with _opened(spark, cfg, input_path, output) as r:
-        inp = r.stage("read", _read)
-        signed = r.stage("sign", _sign, inp)
-        exact = r.stage("exact", _exact, signed)
-        candidates = r.stage("candidates", _candidates, inp, exact)
-        edges = r.stage("verify", _verify, inp, signed, candidates)
-        components = r.stage("components", _components, edges)
-        assigned = r.stage("survivors", _survivors, exact, edges, components)
-        r.stage("write", _write, inp, exact, assigned)
-        r.stage("check", _check, inp)
-        summary = r.stage("report", _gather_report, inp, edges) if cfg.report.html else None
+        inp = r.stage("read", input_path, _read)
+        signed = r.stage("sign", count(inp.rows - inp.malformed_rows, "documents"), _sign, inp)
+        exact = r.stage("exact", count(signed.signed, "signed"), _exact, signed)
+        reps = count(signed.signed - exact.copies, "representatives")
+        candidates = r.stage("candidates", reps, _candidates, inp, exact)
+        edges = r.stage("verify", count(candidates.rows, "candidates"), _verify, inp, signed, candidates)
+        components = r.stage("components", count(edges.rows, "edges"), _components, edges)
+        chosen = r.stage("survivors", count(edges.rows, "edges"), _survivors, exact, edges, components)
+        members = count(signed.signed, "documents")
+        assigned = r.stage("guard", members, _guard, inp, signed, exact, edges, chosen)
+        written = f"{assigned.kept:,} kept / {signed.signed - assigned.kept:,} removed"
+        r.stage("write", written, _write, inp, exact, assigned)
+        r.stage("check", count(inp.rows, "rows"), _check, inp)
+        if cfg.report.html:
+            about = f"{count(inp.rows, 'rows')}, {count(edges.rows, 'edges')}"
+            summary = r.stage("report", about, _gather_report, inp, edges)
     report = _report(r, started, inp)
     files = {"report.html": _render_html(report, summary)} if summary is not None else {}
     _publish(r.fs, r.paths, report, files)
     return Result(r.paths.output, report)
+
+
+def sample(spark: SparkSession, cfg: Config, input_path: str, size: int, max_bytes: int) -> Sample:
+    """What `neardup tune --input` reads: the input read and checked as `run` reads it,
+    then a sample of its documents (stages/sample.py) on the driver."""
+
+    def describe(name: str, about: str) -> None:
+        spark.sparkContext.setJobDescription(f"neardup tune: {name} {about}".rstrip())
+
+    stages = StageLog(describe)
+    with stages.stage("read", input_path) as counts:
+        opened = open_input(spark, cfg, input_path)
+        counts["input"] = opened.check.rows + opened.check.malformed
+    batches = plan_memory(spark, cfg, opened.profile)
+    with batch_settings(spark, batches, cfg.spark), stages.stage("sample", f"{size:,} documents") as counts:
+        drawn = draw_sample(documents(opened.source, cfg), sign_params(cfg), size, max_bytes)
+        counts.update(documents=len(drawn.texts), text_bytes=drawn.text_bytes)
+    return drawn
 
 
 # --- the stages -----------------------------------------------------------------------
@@ -215,39 +259,61 @@ class _Input:
     malformed_rows: int = 0
 
 
-def _read(r: _Run) -> tuple[_Input, Counts]:
-    """Read and check the input, size the batches from it, fingerprint the run."""
-    inp = read_input(r.spark, r.input_path, r.cfg)
-    check_columns(inp, r.cfg)
-    row_check = check_rows(inp, r.cfg, measure_text=inp.format != "parquet")
+@dataclass(frozen=True)
+class Opened:
+    """The input as read and checked, and its sizes (what `dedup` and `tune` both start from)."""
+
+    inp: Input
+    check: RowCheck
+    files: list[str]
+    profile: InputProfile | None
+
+    @property
+    def source(self) -> DataFrame:
+        """The input rows with an id, every column as read (malformed lines left out)."""
+        df = self.inp.df
+        return df.filter(F.col(CORRUPT).isNull()).drop(CORRUPT) if CORRUPT in df.columns else df
+
+
+def open_input(spark: SparkSession, cfg: Config, input_path: str) -> Opened:
+    """Read the input and check its columns and rows; profile its bytes per row."""
+    inp = read_input(spark, input_path, cfg)
+    check_columns(inp, cfg)
+    row_check = check_rows(inp, cfg, measure_text=inp.format != "parquet")
     files = sorted(inp.df.inputFiles()) if inp.format != "table" else []
     profile: InputProfile | None
     if inp.format == "parquet":
-        profile = parquet_profile(r.spark, files, r.cfg.input.text_col)
+        profile = parquet_profile(spark, files, cfg.input.text_col)
     else:
         profile = measured_profile(row_check.rows, row_check.text_bytes or 0, row_check.largest_text or 0)
-    batches = _plan_memory(r, profile)
+    return Opened(inp, row_check, files, profile)
+
+
+def _read(r: _Run) -> tuple[_Input, Counts]:
+    """Read and check the input, size the batches from it, fingerprint the run."""
+    opened = open_input(r.spark, r.cfg, r.input_path)
+    inp, row_check = opened.inp, opened.check
+    batches = plan_memory(r.spark, r.cfg, opened.profile)
     r.settings.enter_context(batch_settings(r.spark, batches, r.cfg.spark))
     r.work.writer_options = writer_options(batches, None)
-    source, malformed = inp.df, None
-    if CORRUPT in inp.df.columns:
-        source = inp.df.filter(F.col(CORRUPT).isNull()).drop(CORRUPT)
-        if row_check.malformed:
-            malformed = r.keep(malformed_lines(r.spark, inp.df))
+    malformed = None
+    if CORRUPT in inp.df.columns and row_check.malformed:
+        malformed = r.keep(malformed_lines(r.spark, inp.df))
     params = sign_params(r.cfg)
     table = r.input_path if inp.format == "table" else None
-    fps = fingerprints(r.cfg, params, input_fingerprint(r.spark, files), table)
+    fps = fingerprints(r.cfg, params, input_fingerprint(r.spark, opened.files), table)
     rows = row_check.rows + row_check.malformed
+    source = opened.source
     docs = documents(source, r.cfg)
     read = _Input(source, docs, rows, batches, params, fps, malformed, row_check.malformed)
     counts = {"input": rows, "malformed": row_check.malformed} if row_check.malformed else {"input": rows}
     return read, counts
 
 
-def _plan_memory(r: _Run, profile: InputProfile | None) -> BatchSizes:
+def plan_memory(spark: SparkSession, cfg: Config, profile: InputProfile | None) -> BatchSizes:
     """Batch sizes from the input's bytes per row and the heap; logs both."""
-    sizes = plan_batches(r.spark, profile, r.cfg.batch_bytes)
-    heap, slots, where = heap_and_slots(r.spark)
+    sizes = plan_batches(spark, profile, cfg.batch_bytes)
+    heap, slots, where = heap_and_slots(spark)
     log.info(
         "memory: %s heap %s for %d task slot(s); %s; %s",
         where,
@@ -272,6 +338,7 @@ def _plan_memory(r: _Run, profile: InputProfile | None) -> BatchSizes:
 class _Signed:
     frame: DataFrame  # sign_documents' output, read back from _work/
     rejected: int
+    signed: int  # rows with a signature (not rejected)
 
 
 def _sign(r: _Run, inp: _Input) -> tuple[_Signed, Counts]:
@@ -282,7 +349,8 @@ def _sign(r: _Run, inp: _Input) -> tuple[_Signed, Counts]:
     totals = signed.agg(F.count(F.lit(1)).alias("rows"), F.count(C.REASON).alias("rejected")).first()
     assert totals is not None
     rejected = int(totals["rejected"])
-    return _Signed(signed, rejected), {"rejected": rejected, "signed": int(totals["rows"]) - rejected}
+    n = int(totals["rows"]) - rejected
+    return _Signed(signed, rejected, n), {"rejected": rejected, "signed": n}
 
 
 @dataclass(frozen=True)
@@ -352,17 +420,89 @@ def _components(r: _Run, edges: _Edges) -> tuple[DataFrame, Counts]:
     return r.keep(components), counts
 
 
+def _survivors(r: _Run, exact: _Exact, edges: _Edges, components: DataFrame) -> tuple[DataFrame, Counts]:
+    # choose_survivors broadcasts the component nodes: at most two per verified edge.
+    chosen = choose_survivors(_reps(exact), components, r.cfg, broadcastable(2 * edges.rows))
+    return r.keep(chosen), {}
+
+
+def _reps(exact: _Exact) -> DataFrame:
+    return exact.members.filter(F.col(C.REP) == F.col(C.DOC_ID))
+
+
 @dataclass(frozen=True)
 class _Assigned:
-    frame: DataFrame  # (_id, _kept_id, status, _size): every signed document
+    frame: DataFrame  # (_id, _kept_id, status, _size, similarity): every signed document
     kept: int
 
 
-def _survivors(r: _Run, exact: _Exact, edges: _Edges, components: DataFrame) -> tuple[_Assigned, Counts]:
-    # What select_survivors broadcasts: a row per component node (at most two per verified
-    # edge) and a row per cluster or exact group with removed members (at most one per copy).
-    bound = 2 * edges.rows + exact.copies
-    assigned = r.keep(select_survivors(exact.members, components, r.cfg, broadcastable(bound)))
+def _guard(
+    r: _Run, inp: _Input, signed: _Signed, exact: _Exact, edges: _Edges, chosen: DataFrame
+) -> tuple[_Assigned, Counts]:
+    cfg = r.cfg
+    small = broadcastable(2 * edges.rows)
+    started = time.time()
+    stats: GuardStats | None = None
+    if cfg.verify.method == "none":  # no similarities to score with
+        guarded = chosen.withColumn(C.SIMILARITY, F.lit(None).cast("double"))
+    else:
+
+        def score(pairs: DataFrame) -> DataFrame:
+            # Every pair, whatever its score: threshold 0.
+            return verify_pairs(pairs, signed.frame, inp.docs, inp.params, cfg.verify.method, 0.0, small)
+
+        def regroup(own_edges: DataFrame) -> DataFrame:
+            found, _ = connected_components(
+                own_edges,
+                backend=cfg.components.backend,
+                max_iterations=cfg.components.max_iterations,
+                checkpoint_dir=f"{r.paths.work}/checkpoints",
+            )
+            return found
+
+        guarded, stats = guard_clusters(
+            chosen,
+            edges.frame,
+            score=score,
+            choose=lambda comps: choose_survivors(_reps(exact), comps, cfg, small),
+            components=regroup,
+            keep=r.keep,
+            threshold=cfg.guard_threshold,
+            max_rounds=cfg.guard.max_rounds,
+        )
+    # What assign_members broadcasts: a row per clustered representative (at most two per
+    # verified edge) and a row per cluster or exact group with removed members.
+    bound = broadcastable(2 * edges.rows + exact.copies)
+    assigned = r.keep(assign_members(exact.members, guarded, bound))
+    after = _cluster_sizes(assigned)
+    counts: Counts = {"clusters": after["clusters"], "largest_cluster": after["largest"]}
+    if stats is not None:
+        before = after["largest"]
+        if stats.documents_rehomed:
+            unguarded = chosen.withColumn(C.SIMILARITY, F.lit(None).cast("double"))
+            before = _cluster_sizes(assign_members(exact.members, unguarded, bound))["largest"]
+        counts.update(
+            guard_rounds=stats.rounds,
+            clusters_split=stats.clusters_split,
+            documents_rehomed=stats.documents_rehomed,
+        )
+        r.guard = {
+            "enabled": cfg.guard_threshold is not None,
+            "threshold": cfg.guard_threshold,
+            "rounds": stats.rounds,
+            "failing_per_round": stats.failing_per_round,
+            "scored_pairs": stats.scored_pairs,
+            "clusters_split": stats.clusters_split,
+            "documents_rehomed": stats.documents_rehomed,
+            "released": stats.released,
+            "largest_cluster_before": before,
+            "largest_cluster_after": after["largest"],
+            "seconds": round(time.time() - started, 3),
+        }
+    return _Assigned(assigned, after["kept"]), counts
+
+
+def _cluster_sizes(assigned: DataFrame) -> dict[str, int]:
     is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
     sizes = assigned.agg(
         F.sum((is_kept & (F.col("_size") > 1)).cast("long")).alias("clusters"),
@@ -370,8 +510,11 @@ def _survivors(r: _Run, exact: _Exact, edges: _Edges, components: DataFrame) -> 
         F.sum(is_kept.cast("long")).alias("kept"),
     ).first()
     assert sizes is not None
-    counts = {"clusters": int(sizes["clusters"] or 0), "largest_cluster": int(sizes["largest"] or 1)}
-    return _Assigned(assigned, int(sizes["kept"] or 0)), counts
+    return {
+        "clusters": int(sizes["clusters"] or 0),
+        "largest": int(sizes["largest"] or 1),
+        "kept": int(sizes["kept"] or 0),
+    }
 
 
 def _write(r: _Run, inp: _Input, exact: _Exact, assigned: _Assigned) -> tuple[None, Counts]:
@@ -393,7 +536,12 @@ def _check(r: _Run, inp: _Input) -> tuple[None, Counts]:
     read = r.spark.read.parquet
     staged = r.paths.staged
     counts = check_outputs(
-        inp.rows, read(staged("clusters")), read(staged("kept")), read(staged("rejected")), inp.malformed_rows
+        inp.rows,
+        read(staged("clusters")),
+        read(staged("kept")),
+        read(staged("rejected")),
+        inp.malformed_rows,
+        r.cfg.guard_threshold,
     )
     return None, dict(counts)
 
@@ -437,13 +585,17 @@ def _opened(spark: SparkSession, cfg: Config, input_path: str, output: str) -> I
     fs.delete(f"{paths.work}/checkpoints")
     fs.mkdirs(paths.work)
     spark.sparkContext.setCheckpointDir(f"{paths.work}/checkpoints")
-    # Each stage's Spark jobs carry its name (Spark UI, event log, the memory benchmark).
-    stages = StageLog(lambda name: spark.sparkContext.setJobDescription(f"neardup: {name}"))
-    r = _Run(spark, cfg, input_path, paths, fs, WorkDir(spark, fs, paths.work), stages)
+    run_id = uuid.uuid4().hex
+    # Each stage's Spark jobs form a group described with the stage's name and size (Spark
+    # UI, REST API, event log, the memory benchmark).
+    groups = JobGroups(spark.sparkContext, run_id)
+    stages = StageLog(groups.start)
+    r = _Run(spark, cfg, input_path, paths, fs, WorkDir(spark, fs, paths.work), stages, run_id)
     try:
         yield r
     finally:
         r.close()
+        groups.close()
 
 
 def _paths(spark: SparkSession, input_path: str, output: str, cfg: Config) -> tuple[Paths, FileSystem]:
@@ -464,7 +616,7 @@ def _report(r: _Run, started: float, inp: _Input) -> dict[str, Any]:
     cfg, c = r.cfg, r.stages.counts
     return {
         "neardup_version": __version__,
-        "run_id": uuid.uuid4().hex,
+        "run_id": r.run_id,
         "input": r.input_path,
         "output": r.paths.output,
         "config": cfg.to_dict(),
@@ -488,6 +640,7 @@ def _report(r: _Run, started: float, inp: _Input) -> dict[str, Any]:
         "components": {"backend": c.get("components_backend"), "iterations": c.get("components_iterations")},
         "seconds": {**r.stages.seconds, "total": round(time.time() - started, 3)},
         "bands": {"bands": cfg.bands, "rows": cfg.rows, "s_curve": s_curve(cfg.bands, cfg.rows)},
+        "guard": r.guard or {"enabled": False, "reason": "verify.method none keeps no similarities"},
         "memory": asdict(inp.batches),
         "resumed_stages": r.work.resumed,
     }

@@ -349,3 +349,96 @@ def pair_scores(
     recall = hits / len(truth) if truth else 1.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return precision, recall, f1
+
+
+def guarded_clusters(
+    ids: Sequence[Any],
+    texts: Sequence[str],
+    min_jaccard: float,
+    guard: float | None,
+    max_rounds: int = 20,
+    **shingle_kw: Any,
+) -> dict[Any, tuple[Any, float | None]]:
+    """id -> (kept id, similarity to it) as docs/design.md defines the job's result with
+    survivor.policy longest, over the exact similar pairs (no LSH), in plain Python.
+
+    Exact groups (equal non-empty normalized text) are represented by their best member;
+    representatives joined by pairs at >= min_jaccard form components; each keeps its
+    best member (most characters of original text, then smallest id). With `guard`, each
+    removed representative below `guard` against its kept one is split off; the split
+    ones are re-clustered over their own similar pairs, round after round, and after
+    `max_rounds` any still failing is kept alone. Copies take their representative's
+    kept id, and its similarity (1.0 for copies of the kept one); kept ones have None.
+    """
+    _check_ids(ids, texts)
+    norm_kw = {k: v for k, v in shingle_kw.items() if k in ("lowercase", "strip_punctuation")}
+    length = {i: len(t) for i, t in zip(ids, texts, strict=True)}
+
+    def best(members: Iterable[Any]) -> Any:
+        return min(members, key=lambda i: (-length[i], i))
+
+    rep: dict[Any, Any] = {}
+    groups: dict[str, list[Any]] = defaultdict(list)
+    for i, t in zip(ids, texts, strict=True):
+        norm = normalize(t, **norm_kw)
+        if norm:
+            groups[norm].append(i)
+        else:
+            rep[i] = i
+    for members in groups.values():
+        for m in members:
+            rep[m] = best(members)
+    reps = sorted({r for r in rep.values()})
+    text_of = dict(zip(ids, texts, strict=True))
+    sets = {r: shingles(text_of[r], **shingle_kw) for r in reps}
+    edges = similar_pairs(reps, [text_of[r] for r in reps], min_jaccard, **shingle_kw)
+    adjacency: dict[Any, set[Any]] = defaultdict(set)
+    for a, b in edges:
+        adjacency[a].add(b)
+        adjacency[b].add(a)
+
+    result: dict[Any, tuple[Any, float | None]] = {}
+    pending = [c for c in _groups(bfs_components(reps, edges)) if len(c) > 1]
+    for r in reps:
+        if not adjacency[r]:
+            result[r] = (r, None)
+    rounds = 0
+    while pending:
+        rounds += 1
+        failing: list[Any] = []
+        for cluster in pending:
+            kept = best(cluster)
+            result[kept] = (kept, None)
+            for m in cluster:
+                if m == kept:
+                    continue
+                s = jaccard(sets[m], sets[kept])
+                if guard is None or s >= guard:
+                    result[m] = (kept, s)
+                else:
+                    failing.append(m)
+        if not failing:
+            break
+        if rounds >= max_rounds:
+            for m in failing:
+                result[m] = (m, None)
+            break
+        inside = set(failing)
+        own = [(a, b) for a, b in edges if a in inside and b in inside]
+        regrouped = _groups(bfs_components(failing, own))
+        pending = [c for c in regrouped if len(c) > 1]
+        for c in regrouped:
+            if len(c) == 1:
+                result[c[0]] = (c[0], None)
+    out: dict[Any, tuple[Any, float | None]] = {}
+    for i in ids:
+        kept, similarity = result[rep[i]]
+        out[i] = (kept, 1.0 if i != rep[i] and kept == rep[i] else similarity)
+    return out
+
+
+def _groups(component: Mapping[Any, Any]) -> list[list[Any]]:
+    members: dict[Any, list[Any]] = defaultdict(list)
+    for node, root in component.items():
+        members[root].append(node)
+    return [sorted(m) for m in members.values()]

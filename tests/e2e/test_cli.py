@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from cli_process import SAMPLE, neardup
+from cli_process import ROOT, SAMPLE, neardup
+
+from neardup_testkit.reference import guarded_clusters
 
 
 def _rows(out: Path) -> list[dict[str, object]]:
@@ -28,9 +33,10 @@ def test_sample_corpus_end_to_end(sample_run: tuple[Path, subprocess.CompletedPr
     counts = report["counts"]
     assert n == 3000
     # data/sample/README.md, "Ground truth" at t = 0.8: 181 clusters (the largest 5), 262
-    # documents removed, 2,738 kept; the 119 exact and format copies are exact duplicates.
-    want = {"input": 3000, "kept": 2738, "clusters": 181, "largest_cluster": 5}
-    want |= {"exact_duplicates": 119, "near_duplicates": 262 - 119, "rejected": 0}
+    # documents removed before the guard, 259 after it (2,741 kept); the 119 exact and
+    # format copies are exact duplicates.
+    want = {"input": 3000, "kept": 2741, "clusters": 181, "largest_cluster": 5}
+    want |= {"exact_duplicates": 119, "near_duplicates": 259 - 119, "rejected": 0}
     assert {k: counts[k] for k in want} == want
     assert set(report["seconds"]) >= {
         "read",
@@ -44,7 +50,29 @@ def test_sample_corpus_end_to_end(sample_run: tuple[Path, subprocess.CompletedPr
     assert len(report["bands"]["s_curve"]) == 21
     clusters = pq.read_table(out / "clusters")
     assert clusters.num_rows == n
-    assert clusters.schema.names == ["id", "cluster_id", "kept", "status", "reason"]
+    assert clusters.schema.names == ["id", "cluster_id", "kept", "status", "similarity", "reason"]
+    # Every document's kept document and similarity to it, against the brute-force
+    # reference (exact Jaccard over all similar pairs, the guard in plain Python).
+    with gzip.open(SAMPLE, "rt", encoding="utf-8") as f:
+        docs = [json.loads(line) for line in f]
+    ref = guarded_clusters([d["id"] for d in docs], [d["text"] for d in docs], 0.8, 0.7)
+    got = {r["id"]: (r["cluster_id"], r["similarity"]) for r in clusters.to_pylist()}
+    assert {i: (k, None if s is None else round(s, 9)) for i, (k, s) in got.items()} == {
+        i: (k, None if s is None else round(s, 9)) for i, (k, s) in ref.items()
+    }
+    assert report["guard"] == {
+        "enabled": True,
+        "threshold": 0.7,
+        "rounds": 2,
+        "failing_per_round": [3, 0],
+        "scored_pairs": report["guard"]["scored_pairs"],
+        "clusters_split": 3,
+        "documents_rehomed": 3,
+        "released": 0,
+        "largest_cluster_before": 5,
+        "largest_cluster_after": 5,
+        "seconds": report["guard"]["seconds"],
+    }
     # One line per stage on stderr, no Python traceback.
     assert "stage sign" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -138,3 +166,113 @@ def test_both_components_backends_give_the_same_clusters(
     report = json.loads((out / "report.json").read_text())
     assert report["components"]["backend"] == "graphframes"
     assert _rows(out) == _rows(sample_run[0])
+
+
+# Spark's start-up chatter: the JVM's, log4j's and Hadoop's lines a bare Spark prints.
+CHATTER = (
+    "WARNING: Using incubator modules: jdk.incubator.vector",
+    "Using Spark's default log4j profile",
+    'Setting default log level to "WARN".',
+    "To adjust logging level use sc.setLogLevel(newLevel).",
+    "NativeCodeLoader: Unable to load native-hadoop library",
+)
+
+
+def _chatter(text: str) -> list[str]:
+    return [c for c in CHATTER if c in text]
+
+
+def test_stderr_holds_neardup_lines_only(sample_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    """The README's first command: on stderr the first line, where Spark's log is, the
+    memory plan, one line per stage and nothing else; the summary on stdout. The log is
+    deleted when the run ends well."""
+    from neardup import __version__
+
+    out, proc = sample_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    t = r"\d\d:\d\d:\d\d neardup "
+    n = r"[\d,]+"
+    want = [
+        rf"{t}neardup {re.escape(__version__)} on local\[\*\], JVM heap .+: input {re.escape(str(SAMPLE))}, "
+        r"threshold 0\.80, 18 bands x 5 rows of 128 oph permutations, verify exact",
+        rf"{t}Spark's own log: (/\S+/neardup-[\w.-]+/spark-[\w-]+\.log) \(kept if the run fails; "
+        r"--debug shows it here\)",
+        rf"{t}memory: driver heap .+",
+        *(
+            rf"{t}stage {name:<10} +\d+\.\d s  {counts}"
+            for name, counts in [
+                ("read", "input=3,000"),
+                ("sign", "rejected=0, signed=3,000"),
+                ("exact", "exact_duplicates=119"),
+                ("candidates", f"candidate_pairs={n}"),
+                ("verify", f"verified_pairs={n}"),
+                ("components", "components_backend=builtin, components_iterations=\\d+"),
+                ("survivors", ""),
+                (
+                    "guard",
+                    "clusters=181, largest_cluster=5, guard_rounds=2, clusters_split=3, documents_rehomed=3",
+                ),
+                ("write", ""),
+                ("check", "kept=2,741, unique=2,560, exact_duplicates=119, near_duplicates=140, rejected=0"),
+                ("report", ""),
+            ]
+        ),
+        rf"{t}report\.html: \d+ KB rendered in \d+\.\d s",
+    ]
+    lines = proc.stderr.splitlines()
+    assert len(lines) == len(want), proc.stderr
+    for line, pattern in zip(lines, want, strict=True):
+        assert re.fullmatch(pattern, line), (line, pattern)
+    assert _chatter(proc.stderr) == []
+    log = re.fullmatch(want[1], lines[1])
+    assert log is not None and not Path(log.group(1)).exists()
+    summary = proc.stdout.splitlines()
+    assert len(summary) == 2 and summary[0].startswith("neardup: 3,000 documents in ")
+    assert summary[1] == (
+        f"Outputs in file:{out}: kept/ (the deduplicated corpus), clusters/ (every input id with its "
+        "cluster and status), rejected/, report.json and report.html (open it in a browser)."
+    )
+
+
+def test_debug_shows_spark_s_own_output(tmp_path: Path) -> None:
+    """With --debug the JVM writes to the terminal: its start-up lines are there (the run
+    stops after reading, which is enough to see them)."""
+    import pyspark
+
+    proc = neardup(
+        "dedup",
+        "--input",
+        str(SAMPLE),
+        "--output",
+        str(tmp_path / "out"),
+        "--debug",
+        env={"NEARDUP_FAIL_AFTER_STAGE": "read"},
+    )
+    assert proc.returncode == 86, proc.stderr[-3000:]
+    # Spark 4 adds the incubator module (SPARK-48021); Spark 3.5 does not.
+    want = list(CHATTER[1:] if int(pyspark.__version__.split(".")[0]) < 4 else CHATTER)
+    assert _chatter(proc.stderr) == want
+    assert "Spark's own log" not in proc.stderr
+
+
+def test_spark_submit_keeps_spark_s_start_up_off_stderr(tmp_path: Path) -> None:
+    """./spark-submit.sh (local[1]): the driver logs warnings only and the JVM's incubator
+    line is dropped, so none of the chatter and no INFO line reaches stderr (the run stops
+    after reading; the start-up is over by then). PythonRunner sends the driver's Python
+    stderr, neardup's lines, to stdout."""
+    conf_dir = tmp_path / "spark-conf"  # no log4j2.properties of a user's
+    conf_dir.mkdir()
+    env = {"PYTHON": sys.executable, "SPARK_CONF_DIR": str(conf_dir), "NEARDUP_FAIL_AFTER_STAGE": "read"}
+    args = ["dedup", "--input", str(SAMPLE), "--output", str(tmp_path / "out")]
+    proc = subprocess.run(
+        [str(ROOT / "spark-submit.sh"), "--master", "local[1]", "--", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable, **env},
+        cwd=ROOT,
+    )
+    assert proc.returncode == 86, (proc.stdout + proc.stderr)[-3000:]
+    assert re.search(r"stage read +\d+\.\d s  input=3,000", proc.stdout), proc.stdout
+    assert _chatter(proc.stderr) == [], proc.stderr
+    assert [line for line in proc.stderr.splitlines() if " INFO " in line] == [], proc.stderr

@@ -1,17 +1,23 @@
-"""A real standalone cluster on 127.0.0.1 (master + two workers started with spark-class),
-driven through ./spark-submit.sh, must give the same clusters as local mode."""
+"""A real standalone cluster on 127.0.0.1 (a master and two workers started with
+spark-class), driven through ./spark-submit.sh: the same clusters as local mode, executors
+that have only a bare Python, executors and a driver killed mid-run, and memory."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pyspark
@@ -31,81 +37,91 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait_port(port: int, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.5)
-    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {seconds} s")
+def _get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return json.loads(r.read())
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if shutil.which("java") is None:
-        pytest.skip("java is not on PATH")
-    logs = tmp_path_factory.mktemp("cluster-logs")
-    env = {
-        **os.environ,
-        "SPARK_HOME": str(SPARK_HOME),
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "PYSPARK_PYTHON": sys.executable,
-        "SPARK_WORKER_DIR": str(logs / "work"),
-    }
-    spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    port = _free_port()
-    url = f"spark://127.0.0.1:{port}"
-    procs = [
-        subprocess.Popen(
-            [
-                spark_class,
-                "org.apache.spark.deploy.master.Master",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--webui-port",
-                str(_free_port()),
-            ],
-            env=env,
-            stdout=open(logs / "master.log", "w"),  # noqa: SIM115 - lives as long as the process
-            stderr=subprocess.STDOUT,
-        )
-    ]
-    try:
-        _wait_port(port, 90)
-        for i in range(2):
-            procs.append(
-                subprocess.Popen(
-                    [
-                        spark_class,
-                        "org.apache.spark.deploy.worker.Worker",
-                        url,
-                        "--host",
-                        "127.0.0.1",
-                        "--cores",
-                        "1",
-                        "--memory",
-                        "1500m",
-                        "--webui-port",
-                        str(_free_port()),
-                    ],
-                    env=env,
-                    stdout=open(logs / f"worker{i}.log", "w"),  # noqa: SIM115
-                    stderr=subprocess.STDOUT,
-                )
+@dataclass
+class Cluster:
+    url: str
+    webui: int
+    workers: list[subprocess.Popen[bytes]]
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def executor_pids(self) -> list[int]:
+        """The executor JVMs: children of the worker JVMs (spark-class execs java)."""
+        pids = []
+        for w in self.workers:
+            out = subprocess.run(
+                ["ps", "--ppid", str(w.pid), "-o", "pid=,args="], capture_output=True, text=True
             )
-        time.sleep(5)
-        yield url
-    finally:
-        for p in reversed(procs):
+            pids += [
+                int(line.split()[0])
+                for line in out.stdout.splitlines()
+                if "CoarseGrainedExecutorBackend" in line
+            ]
+        return pids
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
             p.terminate()
-        for p in procs:
+        for p in self.procs:
             try:
                 p.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 p.kill()
+
+
+def start_cluster(logs: Path, worker_env: dict[str, str] | None = None) -> Cluster:
+    """A master and two workers (1 core, 1500 MB each) on 127.0.0.1, both registered."""
+    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1"}
+    env |= {"PYSPARK_PYTHON": sys.executable, "SPARK_WORKER_DIR": str(logs / "work")}
+    spark_class = str(SPARK_HOME / "bin" / "spark-class")
+    port, webui = _free_port(), _free_port()
+    url = f"spark://127.0.0.1:{port}"
+    master = [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
+    master += ["--port", str(port), "--webui-port", str(webui)]
+    cluster = Cluster(url, webui, [])
+    cluster.procs.append(
+        subprocess.Popen(master, env=env, stdout=open(logs / "master.log", "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115
+    )
+    try:
+        for i in range(2):
+            worker = [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1"]
+            worker += ["--cores", "1", "--memory", "1500m", "--webui-port", str(_free_port())]
+            w = subprocess.Popen(
+                worker,
+                env={**env, **(worker_env or {})},
+                stdout=open(logs / f"worker{i}.log", "wb"),  # noqa: SIM115 - lives as long as the process
+                stderr=subprocess.STDOUT,
+            )
+            cluster.workers.append(w)
+            cluster.procs.append(w)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                state = _get_json(f"http://127.0.0.1:{webui}/json/")
+                if sum(w["state"] == "ALIVE" for w in state.get("workers", [])) == 2:
+                    return cluster
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise TimeoutError("the standalone workers did not register within 120 s")
+    except BaseException:
+        cluster.stop()
+        raise
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    if shutil.which("java") is None:
+        pytest.skip("java is not on PATH")
+    c = start_cluster(tmp_path_factory.mktemp("cluster-logs"))
+    try:
+        yield c
+    finally:
+        c.stop()
 
 
 def _clusters(path: Path) -> list[tuple[object, object, str]]:
@@ -113,32 +129,32 @@ def _clusters(path: Path) -> list[tuple[object, object, str]]:
     return sorted((r["id"], r["cluster_id"], r["status"]) for r in t)
 
 
-def _env() -> dict[str, str]:
+def _env(**extra: str) -> dict[str, str]:
     return {
         **os.environ,
         "PYSPARK_PYTHON": sys.executable,
         "SPARK_HOME": str(SPARK_HOME),
         "PYTHON": sys.executable,
+        **extra,
     }
 
 
+def _submit_cmd(
+    cluster: Cluster, executor_memory: str, *dedup_args: str, python: str | None = None
+) -> list[str]:
+    cmd = [str(ROOT / "spark-submit.sh"), "--master", cluster.url]
+    cmd += ["--conf", f"spark.executor.memory={executor_memory}"]
+    if python is not None:
+        cmd += ["--conf", f"spark.pyspark.python={python}"]
+    return [*cmd, "--", "dedup", *dedup_args]
+
+
 def submit(
-    cluster: str, executor_memory: str, *dedup_args: str, timeout: int = 1500
+    cluster: Cluster, executor_memory: str, *dedup_args: str, timeout: int = 1500
 ) -> subprocess.CompletedProcess[str]:
     """./spark-submit.sh against `cluster` with executors of `executor_memory`."""
     return subprocess.run(
-        [
-            str(ROOT / "spark-submit.sh"),
-            "--master",
-            cluster,
-            "--conf",
-            f"spark.executor.memory={executor_memory}",
-            "--conf",
-            f"spark.pyspark.python={sys.executable}",
-            "--",
-            "dedup",
-            *dedup_args,
-        ],
+        _submit_cmd(cluster, executor_memory, *dedup_args, python=sys.executable),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -147,14 +163,10 @@ def submit(
     )
 
 
-def test_standalone_cluster_matches_local(cluster: str, tmp_path: Path) -> None:
-    env = _env()
-    out = tmp_path / "cluster-out"
-    proc = submit(cluster, "1g", "--input", str(SAMPLE), "--output", str(out), "--set", "minhash.method=oph")
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    # PythonRunner merges the driver's stderr into stdout under spark-submit.
-    assert "stage check" in proc.stdout + proc.stderr
-    local = tmp_path / "local-out"
+LOCAL = ["--master", "local[1]", "--conf", "spark.sql.shuffle.partitions=3"]
+
+
+def _local_run(input_path: Path, out: Path, *args: str) -> Path:
     proc = subprocess.run(
         [
             sys.executable,
@@ -162,29 +174,35 @@ def test_standalone_cluster_matches_local(cluster: str, tmp_path: Path) -> None:
             "neardup",
             "dedup",
             "--input",
-            str(SAMPLE),
+            str(input_path),
             "--output",
-            str(local),
-            "--set",
-            "minhash.method=oph",
-            "--master",
-            "local[1]",
-            "--conf",
-            "spark.sql.shuffle.partitions=3",
+            str(out),
+            *LOCAL,
+            *args,
         ],
         capture_output=True,
         text=True,
         timeout=900,
-        env=env,
+        env=_env(),
         cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
+    return out
+
+
+def test_standalone_cluster_matches_local(cluster: Cluster, tmp_path: Path) -> None:
+    out = tmp_path / "cluster-out"
+    proc = submit(cluster, "1g", "--input", str(SAMPLE), "--output", str(out), "--set", "minhash.method=oph")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    # PythonRunner merges the driver's stderr into stdout under spark-submit.
+    assert "stage check" in proc.stdout + proc.stderr
+    local = _local_run(SAMPLE, tmp_path / "local-out", "--set", "minhash.method=oph")
     assert _clusters(out) == _clusters(local)
     assert (out / "_SUCCESS").exists()
 
 
 def test_heavy_tailed_corpus_on_executors_of_1g(
-    cluster: str, heavy_corpus: HeavyCorpus, tmp_path: Path
+    cluster: Cluster, heavy_corpus: HeavyCorpus, tmp_path: Path
 ) -> None:
     """The ~1 GB heavy-tailed corpus (one document of 50 MB) through executors of 1 GB."""
     out = tmp_path / "out"
@@ -193,7 +211,7 @@ def test_heavy_tailed_corpus_on_executors_of_1g(
     check_clusters(out, heavy_corpus)
 
 
-def test_executors_out_of_memory_name_the_stage_and_the_setting(cluster: str, tmp_path: Path) -> None:
+def test_executors_out_of_memory_name_the_stage_and_the_setting(cluster: Cluster, tmp_path: Path) -> None:
     """Executors too small for the documents: after Spark's retries, one line that names the
     stage and spark.executor.memory, exit code 1."""
     corpus = tmp_path / "long.jsonl"
@@ -209,3 +227,161 @@ def test_executors_out_of_memory_name_the_stage_and_the_setting(cluster: str, tm
         errors[0],
     ), errors[0]
     assert not (tmp_path / "out").exists()
+
+
+# --- faults -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fault_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """20,000 generated documents in 8 files (stages long enough to be hit mid-way), and
+    the clusters/ of an undisturbed local run of them."""
+    from neardup_testkit import synth
+
+    root = tmp_path_factory.mktemp("faults")
+    corpus = root / "corpus"
+    corpus.mkdir()
+    table = synth.generate(synth.CorpusSpec(num_docs=20_000, seed=5))
+    step = table.num_rows // 8 + 1
+    for i in range(8):
+        pq.write_table(table.slice(i * step, step), corpus / f"part-{i}.parquet")
+    return corpus, _local_run(corpus, root / "local")
+
+
+def _running_job(ui: int, description: str) -> bool:
+    """Is a job whose description starts with `description` running with active tasks?"""
+    try:
+        (app,) = _get_json(f"http://127.0.0.1:{ui}/api/v1/applications")
+        jobs = _get_json(f"http://127.0.0.1:{ui}/api/v1/applications/{app['id']}/jobs?status=running")
+    except (OSError, ValueError):
+        return False
+    return any((j.get("description") or "").startswith(description) and j["numActiveTasks"] > 0 for j in jobs)
+
+
+@pytest.mark.parametrize("stage", ["sign", "candidates"])
+def test_an_executor_killed_mid_stage_changes_nothing(
+    cluster: Cluster, fault_corpus: tuple[Path, Path], tmp_path: Path, stage: str
+) -> None:
+    """SIGKILL one executor JVM (found in its worker's process tree) while the stage's tasks
+    run: Spark reruns what it lost (the signing tasks, or the candidate shuffle's map
+    outputs) and the output equals the undisturbed run's."""
+    corpus, reference = fault_corpus
+    out, ui = tmp_path / "out", _free_port()
+    cmd = _submit_cmd(cluster, "1g", "--input", str(corpus), "--output", str(out), python=sys.executable)
+    cmd[1:1] = ["--conf", f"spark.ui.port={ui}"]
+    started = time.monotonic()
+    with open(tmp_path / "driver.log", "wb") as log:
+        driver = subprocess.Popen(cmd, env=_env(), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 600
+            while not _running_job(ui, f"neardup: {stage}"):
+                assert driver.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
+                assert time.monotonic() < deadline, f"stage {stage} never ran"
+                time.sleep(0.3)
+            victims = cluster.executor_pids()
+            assert victims, "no executor JVM found under the workers"
+            os.kill(victims[0], signal.SIGKILL)
+            killed_at = time.monotonic() - started
+            assert driver.wait(timeout=900) == 0, (tmp_path / "driver.log").read_text()[-4000:]
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+    wall = time.monotonic() - started
+    print(f"executor killed {killed_at:.1f} s into the run, during {stage}; run took {wall:.1f} s")
+    assert _clusters(out) == _clusters(reference)
+    assert re.search(r"Lost executor \d+", (tmp_path / "driver.log").read_text(errors="replace"))
+
+
+def test_a_killed_driver_leaves_nothing_complete_and_the_rerun_resumes(
+    cluster: Cluster, fault_corpus: tuple[Path, Path], tmp_path: Path
+) -> None:
+    corpus, reference = fault_corpus
+    out = tmp_path / "out"
+    cmd = _submit_cmd(cluster, "1g", "--input", str(corpus), "--output", str(out), python=sys.executable)
+    started = time.monotonic()
+    with open(tmp_path / "driver.log", "wb") as log:
+        # Its own session: the driver JVM and its Python child die together, as on a lost host.
+        driver = subprocess.Popen(
+            cmd, env=_env(), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            deadline = time.monotonic() + 600
+            while b"stage candidates" not in (tmp_path / "driver.log").read_bytes():
+                assert driver.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
+                assert time.monotonic() < deadline
+                time.sleep(0.3)
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait(timeout=60)
+        finally:
+            if driver.poll() is None:
+                os.killpg(driver.pid, signal.SIGKILL)
+    killed_at = time.monotonic() - started
+    assert not (out / "_SUCCESS").exists() and not out.exists()
+    work = tmp_path / "out.neardup-staging" / "_work"
+    finished = sorted(p.name.split("-")[0] for p in work.iterdir() if (p / "_SUCCESS").exists())
+    assert finished == ["candidates", "signatures"]
+    again = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=_env(), cwd=ROOT)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    output = proc.stdout + proc.stderr
+    assert "stage signatures reusing" in output and "stage candidates reusing" in output
+    report = json.loads((out / "report.json").read_text())
+    assert sorted(report["resumed_stages"]) == ["candidates", "signatures"]
+    assert _clusters(out) == _clusters(reference)
+    print(f"driver killed {killed_at:.1f} s into the run; the rerun took {time.monotonic() - again:.1f} s")
+
+
+# --- executors with a bare Python ----------------------------------------------------------
+
+
+def _run(cmd: list[str], **kw: Any) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, **kw)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+
+
+@pytest.fixture(scope="module")
+def packed_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtual environment with neardup (the wheel) and its dependencies but no pyspark,
+    packed by venv-pack: what a user ships to executors that have only Python."""
+    root = tmp_path_factory.mktemp("packed")
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(root / "dist"), str(ROOT)])
+    (wheel,) = (root / "dist").glob("neardup-*.whl")
+    venv = root / "env"
+    _run([sys.executable, "-m", "venv", str(venv)])
+    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel), "venv-pack>=0.2,<1"])
+    archive = root / "neardup-env.tar.gz"
+    _run([str(venv / "bin" / "venv-pack"), "-p", str(venv), "-o", str(archive), "-q"])
+    return archive
+
+
+def test_executors_with_only_a_bare_python(
+    tmp_path_factory: pytest.TempPathFactory, packed_env: Path, tmp_path: Path
+) -> None:
+    """Workers whose Python is a virtual environment without numpy, pyarrow, numba or
+    neardup: the job ships its packed environment (NEARDUP_VENV_ARCHIVE -> --archives) and
+    gives the same clusters/ as a local run."""
+    bare = tmp_path_factory.mktemp("bare") / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", str(bare)])
+    probe = subprocess.run([str(bare / "bin" / "python"), "-c", "import numpy"], capture_output=True)
+    assert probe.returncode != 0, "the bare interpreter must not have numpy"
+    path = f"{bare / 'bin'}{os.pathsep}{os.environ['PATH']}"
+    c = start_cluster(tmp_path / "logs", {"PYSPARK_PYTHON": str(bare / "bin" / "python"), "PATH": path})
+    try:
+        out = tmp_path / "out"
+        cmd = _submit_cmd(c, "1g", "--input", str(SAMPLE), "--output", str(out))
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env=_env(NEARDUP_VENV_ARCHIVE=str(packed_env)),
+            cwd=ROOT,
+        )
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+        # The executors ran the packed interpreter, unpacked in their working directories.
+        executor_dirs = [p.parent for p in (tmp_path / "logs" / "work").rglob("stderr")]
+        assert executor_dirs and all((d / "neardup_env" / "bin" / "python").exists() for d in executor_dirs)
+    finally:
+        c.stop()
+    local = _local_run(SAMPLE, tmp_path / "local")
+    assert _clusters(out) == _clusters(local)

@@ -110,7 +110,8 @@ def test_tables_match_report_json_and_clusters(page: dict) -> None:
 
 def test_figures_have_titles(page: dict) -> None:
     figures = {f.attrs["id"]: f for f in page["dom"].find_all("figure")}
-    assert set(figures) == {"fig-seconds", "fig-s-curve", "fig-similarity", "fig-sizes"}
+    want = {"fig-seconds", "fig-s-curve", "fig-similarity", "fig-sizes", "fig-removed-similarity"}
+    assert set(figures) == want
     for ident, fig in figures.items():
         (img,) = fig.find_all("img")
         (caption,) = fig.find_all("figcaption")
@@ -121,6 +122,9 @@ def test_figures_have_titles(page: dict) -> None:
     assert "18 bands x 5 rows" in figures["fig-s-curve"].text()
     report = page["report"]
     assert f"({report['counts']['verified_pairs']:,} pairs;" in figures["fig-similarity"].text()
+    rows = pq.read_table(page["out"] / "clusters").to_pylist()
+    scored = sum(1 for r in rows if not r["kept"] and r["similarity"] is not None)
+    assert f"({scored:,} removed documents;" in figures["fig-removed-similarity"].text()
 
 
 def test_samples_show_kept_and_removed_texts(page: dict) -> None:
@@ -146,9 +150,25 @@ def test_samples_show_kept_and_removed_texts(page: dict) -> None:
                 assert p.deleted or p.inserted
 
 
-def test_guard_section_says_it_did_not_run(page: dict) -> None:
+def test_guard_section_shows_report_json_s_guard(page: dict) -> None:
+    guard = page["report"]["guard"]
     status = page["dom"].by_id("guard-status")
-    assert "guard" not in page["report"] and status is not None and status.text() == "guard not run"
+    assert guard["enabled"] and status is not None
+    assert status.text() == (
+        f"guard on at threshold {guard['threshold']}: {guard['clusters_split']:,} clusters split, "
+        f"{guard['documents_rehomed']:,} documents re-homed"
+    )
+    shown = {r[0]: r[2] for r in _table(page["dom"], "guard-table")}
+    assert list(shown) == list(guard)
+    for key, value in guard.items():
+        if isinstance(value, bool):
+            assert shown[key] == ("yes" if value else "no"), key
+        elif isinstance(value, int):
+            assert int(shown[key].replace(",", "")) == value, key
+        elif isinstance(value, float):
+            assert abs(float(shown[key].replace(",", "")) - value) < 0.01, key
+        elif isinstance(value, list):
+            assert shown[key] == ", ".join(f"{v:,}" for v in value), key
 
 
 def test_the_page_makes_no_request(page: dict) -> None:

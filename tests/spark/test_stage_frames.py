@@ -1,5 +1,5 @@
 """One Spark stage at a time, on hand-made frames, against whole expected frames written
-out by hand: exact groups, survivors, and the job's own output check."""
+out by hand: exact groups, survivors, the over-merge guard, and the job's own output check."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from neardup import columns as C
 from neardup import config
 from neardup.errors import InvariantError
 from neardup.stages.check import check_outputs
+from neardup.stages.components import connected_components
 from neardup.stages.exact import group_exact
-from neardup.stages.survivors import select_survivors
+from neardup.stages.guard import GuardStats, guard_clusters
+from neardup.stages.survivors import choose_survivors, select_survivors
 
 HASHED = f"{C.DOC_ID} bigint, {C.TEXT_HASH} bigint, {C.TEXT_HASH_LO} bigint, {C.LENGTH} int, {C.RANK} double"
 MEMBERS = f"{C.DOC_ID} bigint, {C.REP} bigint, {C.LENGTH} int, {C.RANK} double"
@@ -89,34 +91,37 @@ def test_select_survivors_whole_frame(spark: Any, broadcast: bool) -> None:
     got = select_survivors(members, components, cfg, broadcast)
     want = spark.createDataFrame(
         [
-            (1, 2, C.STATUS_NEAR, 4),
-            (2, 2, C.STATUS_KEPT, 4),
-            (3, 2, C.STATUS_NEAR, 4),
-            (4, 2, C.STATUS_EXACT, 4),
-            (5, 5, C.STATUS_KEPT, 2),
-            (6, 5, C.STATUS_EXACT, 2),
-            (7, 7, C.STATUS_UNIQUE, 1),
-            (8, 8, C.STATUS_KEPT, 2),
-            (9, 8, C.STATUS_NEAR, 2),
+            (1, 2, C.STATUS_NEAR, 4, None),  # not scored: no guard here
+            (2, 2, C.STATUS_KEPT, 4, None),
+            (3, 2, C.STATUS_NEAR, 4, None),
+            (4, 2, C.STATUS_EXACT, 4, None),  # a copy takes its representative's
+            (5, 5, C.STATUS_KEPT, 2, None),
+            (6, 5, C.STATUS_EXACT, 2, 1.0),  # a copy of the kept document itself
+            (7, 7, C.STATUS_UNIQUE, 1, None),
+            (8, 8, C.STATUS_KEPT, 2, None),
+            (9, 8, C.STATUS_NEAR, 2, None),
         ],
-        f"{C.DOC_ID} bigint, {C.KEPT_ID} bigint, {C.STATUS} string, _size bigint",
+        f"{C.DOC_ID} bigint, {C.KEPT_ID} bigint, {C.STATUS} string, _size bigint, {C.SIMILARITY} double",
     )
     assertDataFrameEqual(got, want)
 
 
-CLUSTERS = f"{C.ID} bigint, {C.CLUSTER_ID} bigint, {C.KEPT} boolean, {C.STATUS} string, {C.REASON} string"
+CLUSTERS = (
+    f"{C.ID} bigint, {C.CLUSTER_ID} bigint, {C.KEPT} boolean, {C.STATUS} string, {C.SIMILARITY} double, "
+    f"{C.REASON} string"
+)
 GOOD = [
-    (1, 1, True, "kept", None),
-    (2, 1, False, "near_duplicate", None),
-    (3, 1, False, "exact_duplicate", None),
-    (4, 4, True, "unique", None),
-    (5, None, False, "rejected", "null text"),
+    (1, 1, True, "kept", None, None),
+    (2, 1, False, "near_duplicate", 0.75, None),
+    (3, 1, False, "exact_duplicate", 1.0, None),
+    (4, 4, True, "unique", None, None),
+    (5, None, False, "rejected", None, "null text"),
 ]
 
 
 def _frames(
     spark: Any, clusters: list[tuple[Any, ...]], kept: list[int], rejected: list[int]
-) -> tuple[Any, ...]:
+) -> tuple[Any, Any, Any]:
     return (
         spark.createDataFrame(clusters, CLUSTERS),
         spark.createDataFrame([(i, "t") for i in kept], "id bigint, text string"),
@@ -127,7 +132,7 @@ def _frames(
 
 
 def test_check_outputs_accepts_a_consistent_output(spark: Any) -> None:
-    counts = check_outputs(5, *_frames(spark, GOOD, [1, 4], [5]))
+    counts = check_outputs(5, *_frames(spark, GOOD, [1, 4], [5]), guard_threshold=0.7)
     assert counts == {"kept": 2, "unique": 1, "exact_duplicates": 1, "near_duplicates": 1, "rejected": 1}
 
 
@@ -139,18 +144,25 @@ def test_check_outputs_accepts_a_consistent_output(spark: Any) -> None:
         (GOOD, [1], [5], 5, "kept/ has 1 rows, clusters/ says 2"),
         (GOOD, [1, 4], [], 5, "rejected/ has 0 rows, clusters/ says 1"),
         (
-            [*GOOD[:1], (2, 9, False, "near_duplicate", None), *GOOD[2:]],
+            [*GOOD[:1], (2, 9, False, "near_duplicate", 0.75, None), *GOOD[2:]],
             [1, 4],
             [5],
             5,
             "1 rows point to a cluster_id",
         ),
         (
-            [(1, 1, False, "kept", None), *GOOD[1:]],
+            [(1, 1, False, "kept", None, None), *GOOD[1:]],
             [1, 4],
             [5],
             5,
             "1 rows flagged kept but 2 have a kept status",
+        ),
+        (
+            [*GOOD[:1], (2, 1, False, "near_duplicate", 0.69, None), *GOOD[2:]],
+            [1, 4],
+            [5],
+            5,
+            "1 near duplicates are below guard.threshold 0.7",
         ),
     ],
 )
@@ -158,4 +170,84 @@ def test_check_outputs_refuses_a_broken_output(
     spark: Any, clusters: list[tuple[Any, ...]], kept: list[int], rejected: list[int], n: int, message: str
 ) -> None:
     with pytest.raises(InvariantError, match=message):
-        check_outputs(n, *_frames(spark, clusters, kept, rejected))
+        check_outputs(n, *_frames(spark, clusters, kept, rejected), guard_threshold=0.7)
+
+
+# A drifting chain 1-2-3-4-5-6 (each step J = 0.85, so J(i, j) = 0.85^|i - j| in this
+# made-up similarity table) and a star 10-{11, 12}. Longer documents have smaller ids, so
+# the survivor of any group is its smallest id.
+_CHAIN_SIM = {(i, j): round(0.85 ** (j - i), 6) for i in range(1, 7) for j in range(i + 1, 7)}
+_STAR_SIM = {(10, 11): 0.9, (10, 12): 0.95, (11, 12): 0.86}
+_EDGES = [(i, i + 1, 0.85) for i in range(1, 6)] + [(10, 11, 0.9), (10, 12, 0.95)]
+
+
+def _guard(spark: Any, threshold: float | None, max_rounds: int) -> tuple[dict[int, Any], GuardStats]:
+    cfg = config.load()
+    edge_schema = f"{C.SRC} bigint, {C.DST} bigint, {C.SIMILARITY} double"
+    edges = spark.createDataFrame(_EDGES, edge_schema)
+    table = spark.createDataFrame(
+        [(a, b, s) for (a, b), s in {**_CHAIN_SIM, **_STAR_SIM}.items()], edge_schema
+    )
+    ids = [1, 2, 3, 4, 5, 6, 10, 11, 12]
+    reps = spark.createDataFrame(
+        [(i, 1000 - i, None) for i in ids], f"{C.DOC_ID} bigint, {C.LENGTH} int, {C.RANK} double"
+    )
+    scored: list[int] = []
+
+    def score(pairs: Any) -> Any:
+        scored.append(pairs.count())
+        return pairs.join(table, [C.SRC, C.DST])
+
+    def components(e: Any) -> Any:
+        return connected_components(e, backend="builtin")[0]
+
+    comps = components(edges.select(C.SRC, C.DST))
+    chosen = choose_survivors(reps, comps, cfg)
+    out, stats = guard_clusters(
+        chosen,
+        edges,
+        score=score,
+        choose=lambda c: choose_survivors(reps, c, cfg),
+        components=components,
+        keep=lambda df: df.cache(),
+        threshold=threshold,
+        max_rounds=max_rounds,
+    )
+    assert out.columns == [C.DOC_ID, C.KEPT_ID, C.SIMILARITY]
+    assert stats.scored_pairs == sum(scored)
+    return {r[C.DOC_ID]: (r[C.KEPT_ID], r[C.SIMILARITY]) for r in out.collect()}, stats
+
+
+def test_guard_splits_a_drifting_chain_until_every_member_clears_it(spark: Any) -> None:
+    got, stats = _guard(spark, threshold=0.7, max_rounds=20)
+    # Round 1: 2 (0.85) and 3 (0.7225) clear 1; 4, 5, 6 (0.61, 0.52, 0.44) do not. Round 2:
+    # 4-5-6 regroup around 4; 5 (0.85) and 6 (0.7225) clear it. The star is untouched.
+    assert got == {
+        1: (1, None),
+        2: (1, 0.85),
+        3: (1, 0.7225),
+        4: (4, None),
+        5: (4, 0.85),
+        6: (4, 0.7225),
+        10: (10, None),
+        11: (10, 0.9),
+        12: (10, 0.95),
+    }
+    # Scored afresh (no edge to the kept one): 3, 4, 5, 6 against 1, then 6 against 4.
+    assert stats == GuardStats(
+        rounds=2, scored_pairs=5, clusters_split=1, documents_rehomed=3, released=0, failing_per_round=[3, 0]
+    )
+
+
+def test_guard_keeps_alone_what_still_fails_after_max_rounds(spark: Any) -> None:
+    got, stats = _guard(spark, threshold=0.7, max_rounds=1)
+    assert {i: got[i] for i in (4, 5, 6)} == {4: (4, None), 5: (5, None), 6: (6, None)}
+    assert {i: got[i] for i in (1, 2, 3)} == {1: (1, None), 2: (1, 0.85), 3: (1, 0.7225)}
+    assert (stats.rounds, stats.released, stats.documents_rehomed) == (1, 3, 3)
+
+
+def test_guard_off_only_scores(spark: Any) -> None:
+    got, stats = _guard(spark, threshold=None, max_rounds=20)
+    want_chain = {i: (1, None if i == 1 else _CHAIN_SIM[(1, i)]) for i in range(1, 7)}
+    assert got == {**want_chain, 10: (10, None), 11: (10, 0.9), 12: (10, 0.95)}
+    assert (stats.rounds, stats.scored_pairs, stats.clusters_split) == (1, 4, 0)

@@ -15,6 +15,7 @@ import pytest
 from neardup import config
 from neardup.errors import InputDataError, UsageError
 from neardup.pipeline import run
+from neardup_testkit.reference import jaccard, shingles
 
 BASE = (
     "the quick brown fox jumps over the lazy dog while the cat sleeps on the warm mat "
@@ -39,15 +40,44 @@ Row = tuple[Any, Any, bool, str, str | None]  # id, cluster_id, kept, status, re
 
 
 def _clusters(out: Path) -> list[Row]:
-    """clusters/ as written, in its order (by id), every column."""
+    """clusters/ as written, in its order (by id), every column but similarity (checked
+    apart, by _check_similarity)."""
     t = pq.read_table(out / "clusters")
-    assert t.column_names == ["id", "cluster_id", "kept", "status", "reason"]
+    assert t.column_names == ["id", "cluster_id", "kept", "status", "similarity", "reason"]
     return [(r["id"], r["cluster_id"], r["kept"], r["status"], r["reason"]) for r in t.to_pylist()]
+
+
+def _check_similarity(cfg: config.Config, inp: str, out: Path) -> None:
+    """Each removed document's similarity is the exact Jaccard of its shingles and its kept
+    document's (reference.shingles), and null for the rest; null throughout without
+    verification."""
+    texts = {r["id"]: r["text"] for r in pq.read_table(inp, columns=["id", "text"]).to_pylist()}
+    kw = {
+        "unit": cfg.shingle.unit,
+        "ngram": cfg.shingle.ngram,
+        "char_ngram": cfg.shingle.char_ngram,
+        "lowercase": cfg.normalize.lowercase,
+        "strip_punctuation": cfg.normalize.strip_punctuation,
+    }
+    rows = pq.read_table(out / "clusters").to_pylist()
+    got = {r["id"]: r["similarity"] for r in rows}
+    want = {
+        r["id"]: None
+        if r["kept"] or r["status"] == "rejected" or cfg.verify.method == "none"
+        else jaccard(shingles(texts[r["id"]], **kw), shingles(texts[r["cluster_id"]], **kw))
+        for r in rows
+    }
+    if cfg.verify.method == "signature":  # an estimate: only where it is null must match
+        assert {i: s is None for i, s in got.items()} == {i: s is None for i, s in want.items()}
+        return
+    assert got == pytest.approx(want)
 
 
 def _run(spark: Any, inp: str, out: Path, *sets: str) -> list[Row]:
     cfg = config.load(sets=list(sets))
     run(spark, cfg, inp, str(out))
+    if inp.endswith(".parquet"):
+        _check_similarity(cfg, inp, out)
     return _clusters(out)
 
 

@@ -17,6 +17,11 @@ def test_defaults_resolve_bands_within_num_perm() -> None:
     cfg = config.load()
     assert cfg.bands * cfg.rows <= cfg.minhash.num_perm
     assert cfg.verify_threshold == cfg.lsh.threshold == 0.8
+    assert cfg.guard_threshold == 0.7  # the verify threshold minus 0.1
+    assert config.load(sets=["verify.threshold=0.9"]).guard_threshold == 0.8
+    assert config.load(sets=["guard.threshold=0.75"]).guard_threshold == 0.75
+    assert config.load(sets=["guard.enabled=false"]).guard_threshold is None
+    assert config.load(sets=["verify.method=none", "lsh.threshold=0.95"]).guard_threshold is None
     # The defaults must catch near-certainly the pairs the issue promises (J >= 0.9).
     assert candidate_probability(0.9, cfg.bands, cfg.rows) > 0.99
 
@@ -72,6 +77,8 @@ def test_layers_apply_in_order(tmp_path: Path) -> None:
         (["lsh.rows=-2"], "lsh.rows must be at least 1"),
         (["verify.threshold=0"], "verify.threshold must be in (0, 1]"),
         (["verify.threshold=1.5"], "verify.threshold must be in (0, 1]"),
+        (["guard.threshold=0"], "guard.threshold must be in (0, 1]"),
+        (["guard.max_rounds=0"], "guard.max_rounds must be in 1..1000"),
         (["components.backend=gx"], "components.backend must be one of auto, builtin, graphframes"),
         (["components.max_iterations=0"], "components.max_iterations must be at least 1"),
         (["survivor.policy=random"], "survivor.policy must be one of longest, earliest, quality"),
@@ -193,6 +200,7 @@ def test_replace_cannot_skip_the_cross_section_rules() -> None:
         (["lsh.bands=2", "lsh.rows=32", "minhash.num_perm=64"], "with probability 0.00"),
         (["verify.method=none", "lsh.threshold=0.5"], "verify.method = none at lsh.threshold = 0.5"),
         (["verify.method=signature", "minhash.num_perm=32", "lsh.recall=0.99"], "num_perm = 32"),
+        (["guard.threshold=0.85"], "guard.threshold = 0.85 is above the verify threshold 0.8"),
     ],
 )
 def test_footguns_warn(sets: list[str], message: str) -> None:

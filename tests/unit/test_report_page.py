@@ -11,6 +11,7 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -171,6 +172,7 @@ def test_page_with_the_guard() -> None:
         "enabled": True,
         "threshold": 0.7,
         "rounds": 2,
+        "failing_per_round": [12, 0],
         "clusters_split": 3,
         "documents_rehomed": 11,
         "largest_cluster_before": 1200,
@@ -178,11 +180,16 @@ def test_page_with_the_guard() -> None:
         "seconds": 1.25,
     }
     root = parse(render(_report(guard), _summary(Histogram({70: 4, 100 - 1: 6}, missing=1))))
-    assert root.by_id("guard-status") is None
+    status = root.by_id("guard-status")
+    assert (
+        status is not None
+        and status.text() == "guard on at threshold 0.7: 3 clusters split, 11 documents re-homed"
+    )
     assert root.by_id("guard-table").table_rows() == [  # type: ignore[union-attr]
         ["enabled", "enabled", "yes"],
         ["threshold", "threshold", "0.7"],
         ["rounds", "rounds", "2"],
+        ["failing_per_round", "documents below the threshold, per round", "12, 0"],
         ["clusters_split", "clusters split", "3"],
         ["documents_rehomed", "documents re-homed", "11"],
         ["largest_cluster_before", "largest cluster before", "1,200"],
@@ -190,7 +197,28 @@ def test_page_with_the_guard() -> None:
         ["seconds", "seconds", "1.25"],
     ]
     fig = root.by_id("fig-removed-similarity")
-    assert fig is not None and "(10 removed documents; 1 without one;" in fig.text()
+    assert fig is not None
+    assert "(10 removed documents; 1 without one; dashed line: guard.threshold 0.7)" in fig.text()
+
+
+@pytest.mark.parametrize(
+    ("guard", "status"),
+    [
+        (
+            {"enabled": False, "reason": "verify.method none keeps no similarities"},
+            "guard not run: verify.method none keeps no similarities",
+        ),
+        (
+            {"enabled": False, "threshold": None, "rounds": 0, "clusters_split": 0},
+            "guard off (guard.enabled: false): removed documents were scored, none split off",
+        ),
+    ],
+)
+def test_page_says_when_the_guard_did_not_split(guard: dict[str, Any], status: str) -> None:
+    root = parse(render(_report(guard), _summary(Histogram({}))))
+    assert root.by_id("guard-status").text() == status  # type: ignore[union-attr]
+    assert (root.by_id("guard-table") is not None) == ("rounds" in guard)
+    assert root.by_id("fig-removed-similarity") is None  # nothing to count
 
 
 def test_rendering_imports_no_pyspark_and_leaves_pyplot_alone() -> None:

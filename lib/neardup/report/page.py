@@ -35,8 +35,11 @@ GUARD_LABELS = {
     "enabled": "enabled",
     "threshold": "threshold",
     "rounds": "rounds",
+    "failing_per_round": "documents below the threshold, per round",
+    "scored_pairs": "pairs scored afresh",
     "clusters_split": "clusters split",
     "documents_rehomed": "documents re-homed",
+    "released": "released (kept alone after the last round)",
     "largest_cluster_before": "largest cluster before",
     "largest_cluster_after": "largest cluster after",
     "seconds": "seconds",
@@ -73,6 +76,10 @@ pre.config { background: #f7f7f7; padding: 8px; overflow: auto; font-size: 12px;
 
 
 def _num(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, list | tuple):
+        return ", ".join(_num(x) for x in v)
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, int):
@@ -193,23 +200,38 @@ def _samples(report: Mapping[str, Any], summary: Summary) -> str:
     return intro + "".join(_sample(i, c) for i, c in enumerate(summary.samples, 1))
 
 
+def _guard_status(guard: Any) -> str:
+    """One sentence on whether the guard ran: report.json's `guard` is absent (a run without
+    a guard), a reason it could not run, or its figures (enabled false: only scored)."""
+    if not isinstance(guard, Mapping) or "rounds" not in guard:
+        reason = guard.get("reason") if isinstance(guard, Mapping) else None
+        return "guard not run" + (f": {reason}" if reason else "")
+    if not guard.get("enabled"):
+        return "guard off (guard.enabled: false): removed documents were scored, none split off"
+    return (
+        f"guard on at threshold {guard.get('threshold')}: {_num(guard.get('clusters_split', 0))} "
+        f"clusters split, {_num(guard.get('documents_rehomed', 0))} documents re-homed"
+    )
+
+
 def _guard(report: Mapping[str, Any], summary: Summary, verify_t: float) -> str:
     guard = report.get("guard")
-    parts = []
-    if not isinstance(guard, Mapping):
-        parts.append('<p id="guard-status" class="note">guard not run</p>')
-    else:
+    parts = [f'<p id="guard-status" class="note">{escape(_guard_status(guard))}</p>']
+    if isinstance(guard, Mapping) and "rounds" in guard:
         rows = [
             [f"<code>{escape(str(k))}</code>", escape(GUARD_LABELS.get(str(k), str(k))), _num(v)]
             for k, v in guard.items()
         ]
         parts.append(_table("guard-table", ["key", "what", "value"], rows, {2}))
-    if summary.removed_similarity is not None:
+    h = summary.removed_similarity
+    if h is not None and h.total:
         title = "Removed documents' similarity to their kept document"
-        h = summary.removed_similarity
-        svg = charts.similarity_histogram(h, verify_t, "Jaccard similarity to the kept document", title)
+        line = guard.get("threshold") if isinstance(guard, Mapping) and guard.get("enabled") else None
+        t = float(line) if line is not None else verify_t
+        svg = charts.similarity_histogram(h, t, "Jaccard similarity to the kept document", title)
         missing = f"; {h.missing:,} without one" if h.missing else ""
-        caption = f"({h.total:,} removed documents{missing}; dashed line: verify.threshold {verify_t:g})"
+        what = "guard.threshold" if line is not None else "verify.threshold"
+        caption = f"({h.total:,} removed documents{missing}; dashed line: {what} {t:g})"
         parts.append(_figure("fig-removed-similarity", svg, title, caption))
     return "".join(parts)
 

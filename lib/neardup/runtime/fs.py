@@ -60,6 +60,15 @@ class FileSystem:
         finally:
             out.close()
 
+    def read_text(self, path: str) -> str:
+        """A small UTF-8 file's content (report.json)."""
+        jvm: Any = self._spark._jvm
+        stream = self._fs.open(self._path(path))
+        try:
+            return str(jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+        finally:
+            stream.close()
+
     def stat(self, path: str) -> tuple[str, int, int]:
         """(path, size in bytes, modification time in ms)."""
         st = self._fs.getFileStatus(self._path(path))

@@ -5,6 +5,11 @@ A JVM this module launches (local mode, or a client-mode driver started by
 unless `--debug`, writes its own output (Spark's log, the Python workers' stderr, the
 JVM's fatal-error lines) to a log file instead of the terminal. The process handle is
 kept, so when the JVM dies the command line can say how (`jvmexit.py`).
+
+The log files live in a directory of the user's own, `<tmp>/neardup-<user>/`: the command
+line deletes a run's log when the run ends well and names it when it fails; logs older
+than LOG_DAYS (of runs that failed, or were killed before they could clean up) are
+deleted when a later run starts.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ import contextlib
 import logging
 import os
 import re
+import stat
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +48,8 @@ _DEFAULTS = {
     "spark.buffer.pageSize": "2m",
 }
 DRIVER_MEMORY = "spark.driver.memory"
+LOG_DAYS = 7
+_launched_log: Path | None = None  # see launched_log()
 
 
 @dataclass
@@ -178,8 +187,14 @@ def _launch_jvm(settings: Mapping[str, str], app_name: str, quiet: bool) -> Path
     path = None
     fd = None
     if quiet:
-        fd, name = tempfile.mkstemp(prefix="neardup-spark-", suffix=".log")
+        folder = log_dir()
+        prefix = "spark-" + time.strftime("%Y%m%d-%H%M%S-")
+        if folder is None:
+            prefix, folder = "neardup-" + prefix, Path(tempfile.gettempdir())
+        fd, name = tempfile.mkstemp(prefix=prefix, suffix=".log", dir=folder)
         path = Path(name)
+        global _launched_log
+        _launched_log = path
         popen = {"stdout": fd, "stderr": fd}
     try:
         gateway = launch_gateway(conf, popen_kwargs=popen)  # it adds its own keys to popen
@@ -193,6 +208,39 @@ def _launch_jvm(settings: Mapping[str, str], app_name: str, quiet: bool) -> Path
     SparkContext._gateway = gateway
     SparkContext._jvm = gateway.jvm
     return path
+
+
+def log_dir(root: Path | None = None) -> Path | None:
+    """`<tmp>/neardup-<user>/` (made if missing, mode 700), with logs older than LOG_DAYS
+    deleted; None if it is not a directory of this user's that only they can write (then
+    logs go to the temporary directory itself, as mkstemp makes them)."""
+    base = Path(tempfile.gettempdir()) if root is None else root
+    folder = base / f"neardup-{_user()}"
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    try:
+        st = folder.lstat()  # lstat: a symlink planted by someone else is refused
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+        return None
+    old = time.time() - LOG_DAYS * 86400
+    for f in folder.glob("spark-*.log"):
+        # A log still being written has a fresh modification time.
+        with contextlib.suppress(OSError):
+            if f.stat().st_mtime < old:
+                f.unlink()
+    return folder
+
+
+def _user() -> str:
+    try:
+        import getpass
+
+        name = getpass.getuser()
+    except Exception:  # no name for this uid (some containers)
+        return str(os.getuid())
+    return name if re.fullmatch(r"[\w.-]+", name) else str(os.getuid())
 
 
 def _launch_failure(log_text: str) -> NeardupError:
@@ -210,6 +258,12 @@ def _launch_failure(log_text: str) -> NeardupError:
     lines = [line for line in log_text.splitlines() if "Exception" in line or "Error" in line]
     detail = lines[-1].strip()[:300] if lines else "no reason in its output"
     return NeardupError(f"the Spark JVM did not start: {detail}")
+
+
+def launched_log() -> Path | None:
+    """The log file of the JVM this process launched quietly, also when the session then
+    failed to start (Started is never returned then)."""
+    return _launched_log
 
 
 def jvm_process() -> Any:

@@ -20,17 +20,19 @@ FAULT_EXIT_CODE = 86
 
 
 class StageLog:
-    def __init__(self, on_start: Callable[[str], None] | None = None) -> None:
+    def __init__(self, on_start: Callable[[str, str], None] | None = None) -> None:
         self.seconds: dict[str, float] = {}
         self.counts: dict[str, Any] = {}
-        self._on_start = on_start  # e.g. names the stage's Spark jobs in the UI and event log
+        # Called with (stage, what it works on): names the stage's Spark jobs (jobgroups.py).
+        self._on_start = on_start
 
     @contextmanager
-    def stage(self, name: str) -> Iterator[dict[str, Any]]:
-        """Time a block; counts put in the yielded dict are logged and reported."""
+    def stage(self, name: str, about: str = "") -> Iterator[dict[str, Any]]:
+        """Time a block; counts put in the yielded dict are logged and reported. `about`
+        is the stage's size as known when it starts (e.g. `3,000 documents`)."""
         found: dict[str, Any] = {}
         if self._on_start is not None:
-            self._on_start(name)
+            self._on_start(name, about)
         start = time.perf_counter()
         try:
             yield found

@@ -14,12 +14,18 @@ from neardup.errors import InvariantError
 
 
 def check_outputs(
-    n_input: int, clusters: DataFrame, kept: DataFrame, rejected: DataFrame, malformed: int = 0
+    n_input: int,
+    clusters: DataFrame,
+    kept: DataFrame,
+    rejected: DataFrame,
+    malformed: int = 0,
+    guard_threshold: float | None = None,
 ) -> dict[str, int]:
     """Every input id exactly once in clusters/; kept + removed + rejected = input;
     kept/ and rejected/ hold exactly the rows clusters/ says; every cluster_id is a
-    kept document. `malformed` lines (no id: in rejected/ only) count as rejected input.
-    Returns the status counts."""
+    kept document; with `guard_threshold`, every near duplicate's similarity to its kept
+    document is at least that. `malformed` lines (no id: in rejected/ only) count as
+    rejected input. Returns the status counts."""
     stats = clusters.agg(
         F.count(F.lit(1)).alias("rows"),
         F.countDistinct(C.ID).alias("ids"),
@@ -29,6 +35,12 @@ def check_outputs(
             for s in (C.STATUS_UNIQUE, C.STATUS_KEPT, C.STATUS_EXACT, C.STATUS_NEAR, C.STATUS_REJECTED)
         ],
         F.sum(F.col(C.KEPT).cast("long")).alias("kept_flags"),
+        F.sum(
+            (
+                (F.col(C.STATUS) == C.STATUS_NEAR)
+                & ~F.coalesce(F.col(C.SIMILARITY) >= (guard_threshold or 0.0), F.lit(False))
+            ).cast("long")
+        ).alias("below_guard"),
     ).first()
     assert stats is not None
     s = {k: int(stats[k] or 0) for k in stats.asDict()}
@@ -43,6 +55,11 @@ def check_outputs(
         problems.append(
             f"kept {kept_n} + removed {removed} + rejected {s[C.STATUS_REJECTED]} + malformed "
             f"{malformed} != input {n_input}"
+        )
+    if guard_threshold is not None and s["below_guard"]:
+        problems.append(
+            f"{s['below_guard']} near duplicates are below guard.threshold {guard_threshold} "
+            "against their kept document"
         )
     if s["kept_flags"] != kept_n:
         problems.append(f"{s['kept_flags']} rows flagged kept but {kept_n} have a kept status")

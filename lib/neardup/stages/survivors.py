@@ -18,6 +18,7 @@ from neardup.kernels.policy import survivor_order
 
 _EXACT = "_is_exact"
 _SIZE = "_size"
+_REP_SIM = "_rep_similarity"
 
 
 def survivor_columns(cfg: Config) -> list[Column]:
@@ -29,42 +30,69 @@ def survivor_columns(cfg: Config) -> list[Column]:
     return out
 
 
-def select_survivors(members: DataFrame, components: DataFrame, cfg: Config, small: bool = True) -> DataFrame:
-    """members (_id, _rep, _len, _rank): every document that was signed or is an exact copy;
-    components (_id, _component): representatives that have a verified edge ->
-    (_id, _kept_id, status, _size) with one row per member.
+def choose_survivors(reps: DataFrame, components: DataFrame, cfg: Config, small: bool = True) -> DataFrame:
+    """reps (_id, _len, _rank): exact-group representatives; components (_id, _component)
+    -> (_id, _kept_id) for each component node: the best node of its component by the
+    survivor policy. `small`: broadcast the components (never shuffle the reps)."""
+    side = F.broadcast(components) if small else components
+    cluster = Window.partitionBy(C.COMPONENT).orderBy(*survivor_columns(cfg))
+    return reps.join(side, C.DOC_ID).select(C.DOC_ID, F.first(C.DOC_ID).over(cluster).alias(C.KEPT_ID))
 
-    Only representatives with a verified edge have a survivor to choose (a window by
-    component over those few); every other representative survives itself. Each member
-    then takes its representative's survivor. `small`: the edge-side frames (components
-    and the clusters they make, at most twice the verified edges) are broadcast, so the
+
+def assign_members(members: DataFrame, chosen: DataFrame, small: bool = True) -> DataFrame:
+    """members (_id, _rep, ...): every signed document; chosen (_id, _kept_id, similarity):
+    the representatives that are in a cluster, with their kept document and their
+    similarity to it -> (_id, _kept_id, status, _size, similarity) with one row per member.
+
+    Representatives not in `chosen` survive themselves; each member takes its
+    representative's kept document. An exact copy's similarity is its representative's
+    (the same normalized text), 1.0 when the representative is kept; null for kept
+    documents. `small`: the chosen frame and the cluster sizes are broadcast, so the
     members are never shuffled; else they are shuffle-joined.
     """
 
     def side(df: DataFrame) -> DataFrame:
         return F.broadcast(df) if small else df
 
-    reps = members.filter(F.col(C.REP) == F.col(C.DOC_ID))
-    cluster = Window.partitionBy(C.COMPONENT).orderBy(*survivor_columns(cfg))
-    chosen = reps.join(side(components), C.DOC_ID).select(
-        F.col(C.DOC_ID).alias(C.REP), F.first(C.DOC_ID).over(cluster).alias(C.KEPT_ID)
+    picked = chosen.select(
+        F.col(C.DOC_ID).alias(C.REP), F.col(C.KEPT_ID), F.col(C.SIMILARITY).alias(_REP_SIM)
     )
-    assigned = members.join(side(chosen), C.REP, "left").select(
+    assigned = members.join(side(picked), C.REP, "left").select(
         C.DOC_ID,
+        C.REP,
         F.coalesce(F.col(C.KEPT_ID), F.col(C.REP)).alias(C.KEPT_ID),
         (F.col(C.DOC_ID) != F.col(C.REP)).alias(_EXACT),
+        F.col(_REP_SIM),
     )
     removed = assigned.filter(F.col(C.DOC_ID) != F.col(C.KEPT_ID))
     sizes = removed.groupBy(C.KEPT_ID).agg((F.count(F.lit(1)) + 1).alias(_SIZE))
     assigned = assigned.join(side(sizes), C.KEPT_ID, "left").withColumn(
         _SIZE, F.coalesce(F.col(_SIZE), F.lit(1).cast("long"))
     )
+    is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
     status = (
-        F.when(
-            F.col(C.DOC_ID) == F.col(C.KEPT_ID),
-            F.when(F.col(_SIZE) > 1, C.STATUS_KEPT).otherwise(C.STATUS_UNIQUE),
-        )
+        F.when(is_kept, F.when(F.col(_SIZE) > 1, C.STATUS_KEPT).otherwise(C.STATUS_UNIQUE))
         .when(F.col(_EXACT), C.STATUS_EXACT)
         .otherwise(C.STATUS_NEAR)
     )
-    return assigned.select(C.DOC_ID, C.KEPT_ID, status.alias(C.STATUS), F.col(_SIZE))
+    similarity = (
+        F.when(is_kept, F.lit(None).cast("double"))
+        # A copy of the kept document itself: its representative is the kept one.
+        .when(F.col(C.REP) == F.col(C.KEPT_ID), F.lit(1.0))
+        .otherwise(F.col(_REP_SIM))
+    )
+    return assigned.select(
+        C.DOC_ID, C.KEPT_ID, status.alias(C.STATUS), F.col(_SIZE), similarity.alias(C.SIMILARITY)
+    )
+
+
+def select_survivors(members: DataFrame, components: DataFrame, cfg: Config, small: bool = True) -> DataFrame:
+    """members (_id, _rep, _len, _rank): every signed document and exact copy; components
+    (_id, _component): representatives that have a verified edge -> (_id, _kept_id,
+    status, _size, similarity) with one row per member, before any guard (similarity
+    null but for exact copies of kept documents)."""
+    reps = members.filter(F.col(C.REP) == F.col(C.DOC_ID))
+    chosen = choose_survivors(reps, components, cfg, small).withColumn(
+        C.SIMILARITY, F.lit(None).cast("double")
+    )
+    return assign_members(members, chosen, small)

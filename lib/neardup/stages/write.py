@@ -27,7 +27,8 @@ def write_outputs(
     assigned (_id, _kept_id, status, ...): every signed document and exact copy;
     rejected (_id, reason); source: the input rows, every column as read.
 
-    - clusters/: one row per input row, sorted by id: id, cluster_id, kept, status, reason.
+    - clusters/: one row per input row, sorted by id: id, cluster_id, kept, status,
+      similarity (a removed document's Jaccard to its kept document), reason.
     - kept/: the input rows of kept documents, columns unchanged. The removed and rejected
       ids are taken out with an anti join; broadcast (`broadcast_dropped`) when few, so the
       texts are filtered where they are read instead of being shuffled.
@@ -42,6 +43,7 @@ def write_outputs(
         F.col(C.KEPT_ID).alias(C.CLUSTER_ID),
         (F.col(C.DOC_ID) == F.col(C.KEPT_ID)).alias(C.KEPT),
         F.col(C.STATUS),
+        F.col(C.SIMILARITY),
         F.lit(None).cast("string").alias(C.REASON),
     ).unionByName(
         rejected.select(
@@ -49,6 +51,7 @@ def write_outputs(
             F.lit(None).cast(id_type).alias(C.CLUSTER_ID),
             F.lit(False).alias(C.KEPT),
             F.lit(C.STATUS_REJECTED).alias(C.STATUS),
+            F.lit(None).cast("double").alias(C.SIMILARITY),
             F.col(C.REASON),
         )
     )

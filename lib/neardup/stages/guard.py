@@ -1,0 +1,134 @@
+"""Stage: the over-merge guard.
+
+Connected components chain: A~B and B~C at 0.8 do not make A~C, and a cluster grown
+along a drifting chain removes documents that share little with the one kept in their
+place. After the survivors are chosen, every removed representative is scored against
+its cluster's kept document (the verified edge's similarity where the two are joined
+directly, else the verification method's score of that one pair). Those below
+`guard.threshold` are split off and re-clustered among themselves over their own
+verified edges, each new cluster choosing its own survivor; and again, until every
+removed document clears the threshold against its kept document. Each round scores
+each document still pending once (no pairs inside a cluster), so the cost is linear in
+the removed documents per round. After `guard.max_rounds`, documents still failing are
+kept alone: the guard never removes a document below its threshold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from neardup import columns as C
+
+_SCORED = "_scored"
+
+
+@dataclass
+class GuardStats:
+    """What the guard did, for the log line and report.json."""
+
+    rounds: int = 0  # scoring rounds run
+    scored_pairs: int = 0  # (document, kept) pairs without a verified edge, scored afresh
+    clusters_split: int = 0  # clusters (of any round) that lost members
+    documents_rehomed: int = 0  # removed documents whose kept document changed
+    released: int = 0  # still failing after max_rounds: kept alone
+    failing_per_round: list[int] = field(default_factory=list)
+
+
+def guard_clusters(
+    clustered: DataFrame,
+    edges: DataFrame,
+    score: Callable[[DataFrame], DataFrame],
+    choose: Callable[[DataFrame], DataFrame],
+    components: Callable[[DataFrame], DataFrame],
+    keep: Callable[[DataFrame], DataFrame],
+    threshold: float | None,
+    max_rounds: int,
+) -> tuple[DataFrame, GuardStats]:
+    """clustered (_id, _kept_id): every representative in a cluster (kept ones included);
+    edges (src, dst, similarity): the verified edges, src < dst
+    -> (_id, _kept_id, similarity) for the same ids, and the guard's figures.
+
+    score: (src, dst) pairs -> (src, dst, similarity) for every pair; choose: a frame
+    (_id, _component) -> (_id, _kept_id) by the survivor policy; components: edges (src,
+    dst) -> (_id, _component); keep: persist a frame for the rest of the run. threshold
+    None: the guard is off and the removed documents are only scored.
+    """
+    stats = GuardStats()
+    edge_sims = edges.select(C.SRC, C.DST, C.SIMILARITY)
+    settled: list[DataFrame] = []
+    pending = clustered.select(C.DOC_ID, C.KEPT_ID)
+    while True:
+        stats.rounds += 1
+        sims = keep(_similarity_to_kept(pending, edge_sims, score, stats))
+        if threshold is None:
+            settled.append(sims)
+            break
+        clears = F.coalesce(F.col(C.SIMILARITY) >= threshold, F.lit(False))
+        is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
+        failing = sims.filter(~is_kept & ~clears).select(C.DOC_ID, C.KEPT_ID)
+        row = failing.agg(F.count(F.lit(1)).alias("n"), F.countDistinct(C.KEPT_ID).alias("clusters")).first()
+        assert row is not None
+        n_failing = int(row["n"])
+        stats.failing_per_round.append(n_failing)
+        # A survivor stays, and so does every member at or above the threshold against it.
+        settled.append(sims.filter(is_kept | clears))
+        if n_failing == 0:
+            break
+        stats.clusters_split += int(row["clusters"])
+        if stats.rounds == 1:
+            stats.documents_rehomed = n_failing
+        ids = failing.select(C.DOC_ID)
+        if stats.rounds >= max_rounds:
+            stats.released = n_failing
+            settled.append(_alone(ids))
+            break
+        # The failing documents' own edges: both ends failing (so inside one old cluster).
+        own = edge_sims.join(ids.withColumnRenamed(C.DOC_ID, C.SRC), C.SRC).join(
+            ids.withColumnRenamed(C.DOC_ID, C.DST), C.DST
+        )
+        regrouped = keep(components(own.select(C.SRC, C.DST)))
+        settled.append(_alone(ids.join(regrouped.select(C.DOC_ID), C.DOC_ID, "left_anti")))
+        pending = keep(choose(regrouped))
+    out = settled[0]
+    for part in settled[1:]:
+        out = out.unionByName(part)
+    return out, stats
+
+
+def _alone(ids: DataFrame) -> DataFrame:
+    """Documents that end up in no cluster: each kept by itself."""
+    return ids.select(
+        C.DOC_ID, F.col(C.DOC_ID).alias(C.KEPT_ID), F.lit(None).cast("double").alias(C.SIMILARITY)
+    )
+
+
+def _similarity_to_kept(
+    pending: DataFrame, edge_sims: DataFrame, score: Callable[[DataFrame], DataFrame], stats: GuardStats
+) -> DataFrame:
+    """pending (_id, _kept_id) -> (_id, _kept_id, similarity): a removed document's
+    similarity to its kept document (null for the kept ones)."""
+    removed = pending.filter(F.col(C.DOC_ID) != F.col(C.KEPT_ID)).select(
+        C.DOC_ID,
+        C.KEPT_ID,
+        F.least(C.DOC_ID, C.KEPT_ID).alias(C.SRC),
+        F.greatest(C.DOC_ID, C.KEPT_ID).alias(C.DST),
+    )
+    # Most removed documents are joined to their kept one by a verified edge (stars):
+    # that score is already known.
+    known = removed.join(edge_sims, [C.SRC, C.DST], "left")
+    missing = known.filter(F.col(C.SIMILARITY).isNull()).select(C.SRC, C.DST).distinct()
+    n_missing = missing.count()
+    stats.scored_pairs += n_missing
+    if n_missing:
+        fresh = score(missing).withColumnRenamed(C.SIMILARITY, _SCORED)
+        known = known.join(fresh, [C.SRC, C.DST], "left").withColumn(
+            C.SIMILARITY, F.coalesce(F.col(C.SIMILARITY), F.col(_SCORED))
+        )
+    kept = pending.filter(F.col(C.DOC_ID) == F.col(C.KEPT_ID)).select(
+        C.DOC_ID, C.KEPT_ID, F.lit(None).cast("double").alias(C.SIMILARITY)
+    )
+    return known.select(C.DOC_ID, C.KEPT_ID, C.SIMILARITY).unionByName(kept)
