@@ -6,7 +6,8 @@
 # --with-graphframes adds the GraphFrames package matching the pyspark found here (Spark
 # major version and Scala binary version) to --packages, for components.backend=graphframes.
 #
-# Executors need Python with numpy, pyarrow, numba and pyyaml. Either they have it
+# Executors need Python with numpy, pyarrow, numba and pyyaml (the driver also matplotlib,
+# for report.html, unless --set report.html=false). Either they have it
 # (a cluster image, see docker/), or set NEARDUP_VENV_ARCHIVE to a packed virtual
 # environment (venv-pack / conda-pack .tar.gz) and it is shipped with --archives.
 # SPARK_SUBMIT overrides which spark-submit runs (default: $SPARK_HOME/bin or pyspark's own).

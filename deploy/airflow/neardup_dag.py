@@ -21,8 +21,9 @@ comes from the environment of the DAG processor and the workers (both must agree
                         .../site-packages/pyspark/bin/spark-submit; also sets SPARK_HOME
                         (default: unset, `spark-submit` from the worker's PATH and SPARK_HOME
                         from its environment)
-  NEARDUP_PYTHON        Python with neardup's dependencies (numpy, pyarrow, numba, pyyaml) for
-                        the driver and the executors (default: unset, Spark's own choice)
+  NEARDUP_PYTHON        Python with neardup's dependencies (numpy, pyarrow, numba, pyyaml; and
+                        matplotlib for report.html) for the driver and the executors (default:
+                        unset, Spark's own choice)
   NEARDUP_VENV_ARCHIVE  a packed venv shipped with --archives, as in spark-submit.sh (default: unset)
   NEARDUP_SPARK_CONN_ID the Airflow connection naming the Spark master (default: spark_default)
 

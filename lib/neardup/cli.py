@@ -70,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("dedup", help="find near-duplicates and keep one document per cluster")
     _add_input(d, required=True)
     d.add_argument(
-        "--output", required=True, help="output directory (kept/, clusters/, rejected/, report.json)"
+        "--output",
+        required=True,
+        help="output directory (kept/, clusters/, rejected/, report.json, report.html)",
     )
     _add_config(d)
     d.add_argument("--overwrite", action="store_true", help="replace an existing output")
@@ -295,6 +297,7 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
     cfg = _load_config(args, overrides)
     from neardup import pipeline
 
+    pipeline.check_renderer(cfg)  # before the JVM starts
     packages = []
     if cfg.components.backend == "graphframes":
         from neardup.runtime.packages import graphframes_package
@@ -436,6 +439,7 @@ def summary(output: str, report: dict[str, Any]) -> str:
     secs = report["seconds"]["total"]
     n = c["input"] or 0
     rate = n / secs if secs else 0.0
+    page = " and report.html (open it in a browser)" if report["config"]["report"]["html"] else ""
     return (
         f"neardup: {n:,} documents in {secs:.1f} s ({rate:,.0f} docs/s). "
         f"Kept {c['kept']:,} ({c['unique']:,} unique, {c['clusters']:,} clusters of duplicates, "
@@ -444,5 +448,5 @@ def summary(output: str, report: dict[str, Any]) -> str:
         f"{f' ({m:,} malformed lines)' if (m := c.get('malformed')) else ''}. "
         f"Candidates {c['candidate_pairs']:,}, verified {c['verified_pairs']:,}.\n"
         f"Outputs in {output}: kept/ (the deduplicated corpus), clusters/ (every input id "
-        f"with its cluster and status), rejected/, report.json."
+        f"with its cluster and status), rejected/, report.json{page}."
     )

@@ -34,6 +34,8 @@ VERIFY_METHODS = ("exact", "signature", "none")
 BACKENDS = ("auto", "builtin", "graphframes")
 POLICIES = ("longest", "earliest", "quality")
 REDACTED = "*** redacted ***"
+# report.html shows each sampled cluster's texts: a bound keeps what the driver collects small.
+MAX_SAMPLE_CLUSTERS = 20
 _SECRET_WORDS = ("secret", "password", "token", "key", "credential")
 
 
@@ -199,6 +201,17 @@ class MemoryConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class ReportConfig:
+    html: bool = True
+    sample_clusters: int = 4
+    seed: int = 42
+
+    def __post_init__(self) -> None:
+        _within("report.sample_clusters", self.sample_clusters, 0, MAX_SAMPLE_CLUSTERS)
+        _within("report.seed", self.seed, 0, 2**63 - 1)
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     """The resolved configuration. `bands`/`rows` are always set once built."""
 
@@ -213,6 +226,7 @@ class Config:
     survivor: SurvivorConfig
     output: OutputConfig
     memory: MemoryConfig
+    report: ReportConfig
     spark: Mapping[str, str]
 
     def __post_init__(self) -> None:
@@ -317,6 +331,7 @@ _SECTIONS: dict[str, type] = {
     "survivor": SurvivorConfig,
     "output": OutputConfig,
     "memory": MemoryConfig,
+    "report": ReportConfig,
 }
 
 

@@ -2,7 +2,8 @@
 
     read -> sign (normalize, hash, MinHash, band keys: the one pass over the text)
          -> exact copies -> LSH candidates -> verify -> components
-         -> survivors -> over-merge guard -> write -> check -> publish
+         -> survivors -> over-merge guard -> write -> check
+         -> report (figures for report.html) -> publish
 
 Each stage is one call that returns its result and its counts; the Spark work lives in
 `neardup.stages`, the math in `neardup.kernels`. Everything is written under a staging
@@ -37,6 +38,7 @@ from neardup.config import Config
 from neardup.errors import UsageError
 from neardup.kernels.bands import s_curve
 from neardup.kernels.sign import SignParams
+from neardup.report.summary import Summary
 from neardup.runtime.fs import FileSystem
 from neardup.runtime.jobgroups import JobGroups, count
 from neardup.runtime.memory import BatchSizes, human, slot_share
@@ -66,6 +68,7 @@ from neardup.stages.read import (
     malformed_lines,
     read_input,
 )
+from neardup.stages.report import gather
 from neardup.stages.sample import Sample, draw_sample
 from neardup.stages.sign import sign_documents, sign_params
 from neardup.stages.survivors import assign_members, choose_survivors
@@ -86,6 +89,18 @@ BROADCAST_ROWS = 2_000_000
 
 def broadcastable(bound: int) -> bool:
     return bound <= BROADCAST_ROWS
+
+
+def check_renderer(cfg: Config) -> None:
+    """report.html is drawn with matplotlib on the driver: say so before any work, not after."""
+    if not cfg.report.html:
+        return
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError(
+            "report.html needs matplotlib on the driver: pip install matplotlib, or --set report.html=false"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -186,6 +201,8 @@ class _Run:
 def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Result:
     """Run the whole job; returns the report also written to report.json."""
     started = time.time()
+    check_renderer(cfg)
+    summary: Summary | None = None
     with _opened(spark, cfg, input_path, output) as r:
         inp = r.stage("read", input_path, _read)
         signed = r.stage("sign", count(inp.rows - inp.malformed_rows, "documents"), _sign, inp)
@@ -200,14 +217,19 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
         written = f"{assigned.kept:,} kept / {signed.signed - assigned.kept:,} removed"
         r.stage("write", written, _write, inp, exact, assigned)
         r.stage("check", count(inp.rows, "rows"), _check, inp)
+        if cfg.report.html:
+            about = f"{count(inp.rows, 'rows')}, {count(edges.rows, 'edges')}"
+            summary = r.stage("report", about, _gather_report, inp, edges)
     report = _report(r, started, inp)
-    _publish(r.fs, r.paths, report)
+    files = {"report.html": _render_html(report, summary)} if summary is not None else {}
+    _publish(r.fs, r.paths, report, files)
     return Result(r.paths.output, report)
 
 
 def sample(spark: SparkSession, cfg: Config, input_path: str, size: int, max_bytes: int) -> Sample:
     """What `neardup tune --input` reads: the input read and checked as `run` reads it,
     then a sample of its documents (stages/sample.py) on the driver."""
+
     def describe(name: str, about: str) -> None:
         spark.sparkContext.setJobDescription(f"neardup tune: {name} {about}".rstrip())
 
@@ -524,6 +546,30 @@ def _check(r: _Run, inp: _Input) -> tuple[None, Counts]:
     return None, dict(counts)
 
 
+def _gather_report(r: _Run, inp: _Input, edges: _Edges) -> tuple[Summary, Counts]:
+    summary = gather(
+        r.spark.read.parquet(r.paths.staged("clusters")),
+        edges.frame,
+        inp.source,
+        r.cfg.input.id_col,
+        r.cfg.input.text_col,
+        r.cfg.report.sample_clusters,
+        r.cfg.report.seed,
+    )
+    return summary, {}
+
+
+def _render_html(report: dict[str, Any], summary: Summary) -> bytes:
+    """report.html from the finished report (so its seconds and total are report.json's);
+    rendering is driver-side matplotlib, about a second, after the total is taken."""
+    from neardup.report.page import render  # matplotlib is imported only when a page is made
+
+    start = time.perf_counter()
+    page = render(report, summary).encode("utf-8")
+    log.info("report.html: %s rendered in %.1f s", human(len(page)), time.perf_counter() - start)
+    return page
+
+
 # --- around the stages ------------------------------------------------------------------
 
 
@@ -600,10 +646,13 @@ def _report(r: _Run, started: float, inp: _Input) -> dict[str, Any]:
     }
 
 
-def _publish(fs: FileSystem, paths: Paths, report: dict[str, Any]) -> None:
-    """Move the checked staging directory into place; _SUCCESS last."""
+def _publish(fs: FileSystem, paths: Paths, report: dict[str, Any], files: dict[str, bytes]) -> None:
+    """Write report.json and `files` (report.html) into staging, move the checked staging
+    directory into place; _SUCCESS last."""
     fs.delete(paths.work)
     fs.write_bytes(paths.staged("report.json"), (json.dumps(report, indent=2, default=str) + "\n").encode())
+    for name, data in files.items():
+        fs.write_bytes(paths.staged(name), data)
     fs.delete(paths.output)
     fs.rename(paths.staging, paths.output)
     fs.write_bytes(paths.final("_SUCCESS"), b"")

@@ -12,33 +12,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from cli_process import ROOT, SAMPLE, neardup
 
 from neardup_testkit.reference import guarded_clusters
-
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "data" / "sample" / "corpus.jsonl.gz"
-
-
-def neardup(
-    *args: str, timeout: int = 600, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "neardup", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        cwd=ROOT,
-    )
-
-
-@pytest.fixture(scope="module")
-def sample_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """One uninterrupted run of the README's first command (to a temporary output)."""
-    out = tmp_path_factory.mktemp("sample") / "out"
-    proc = neardup("dedup", "--input", str(SAMPLE), "--output", str(out))
-    return out, proc
 
 
 def _rows(out: Path) -> list[dict[str, object]]:
@@ -49,7 +25,7 @@ def test_sample_corpus_end_to_end(sample_run: tuple[Path, subprocess.CompletedPr
     out, proc = sample_run
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Outputs in" in proc.stdout and "kept/" in proc.stdout
-    for name in ("kept", "clusters", "rejected", "report.json", "_SUCCESS"):
+    for name in ("kept", "clusters", "rejected", "report.json", "report.html", "_SUCCESS"):
         assert (out / name).exists(), name
     report = json.loads((out / "report.json").read_text())
     with gzip.open(SAMPLE, "rt", encoding="utf-8") as f:
@@ -238,8 +214,10 @@ def test_stderr_holds_neardup_lines_only(sample_run: tuple[Path, subprocess.Comp
                 ),
                 ("write", ""),
                 ("check", "kept=2,741, unique=2,560, exact_duplicates=119, near_duplicates=140, rejected=0"),
+                ("report", ""),
             ]
         ),
+        rf"{t}report\.html: \d+ KB rendered in \d+\.\d s",
     ]
     lines = proc.stderr.splitlines()
     assert len(lines) == len(want), proc.stderr
@@ -252,7 +230,7 @@ def test_stderr_holds_neardup_lines_only(sample_run: tuple[Path, subprocess.Comp
     assert len(summary) == 2 and summary[0].startswith("neardup: 3,000 documents in ")
     assert summary[1] == (
         f"Outputs in file:{out}: kept/ (the deduplicated corpus), clusters/ (every input id with its "
-        "cluster and status), rejected/, report.json."
+        "cluster and status), rejected/, report.json and report.html (open it in a browser)."
     )
 
 

@@ -63,6 +63,7 @@ def _expected(rows: list[dict[str, Any]], input_path: str) -> dict[str, str]:
         "guard": f"neardup: guard {len(signed)} documents",
         "write": f"neardup: write {kept} kept / {len(signed) - kept} removed",
         "check": f"neardup: check {len(rows)} rows",
+        "report": f"neardup: report {len(rows)} rows, {len(verified)} edges",
     }
 
 
