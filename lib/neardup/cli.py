@@ -218,7 +218,15 @@ def _error(message: str) -> None:
     print(f"neardup: error: {first}", file=sys.stderr)
 
 
-_READ_FAILURE = re.compile(r"FAILED_READ_FILE\.\w+\] Encountered error while reading file (\S+?)\.?\s")
+# How Spark names an input file it could not read. Spark 4 wraps every such failure in
+# FAILED_READ_FILE; Spark 3.5 wraps some ("Details:"), names the file of a column it cannot
+# convert, and lets parquet-mr's own exception for a corrupt footer through unwrapped.
+_READ_FAILURES = (
+    re.compile(r"FAILED_READ_FILE\.\w+\] Encountered error while reading file (\S+?)\.?\s"),
+    re.compile(r"Encountered error while reading file (\S+?)\. Details:"),
+    re.compile(r"Parquet column cannot be converted in file (\S+?)\. Column:"),
+    re.compile(r"RuntimeException: (\S+) is not a Parquet file"),
+)
 _CAUSE = re.compile(r"Caused by: [\w.$]+: (.+)")
 
 
@@ -226,7 +234,7 @@ def input_error_from(e: BaseException) -> InputDataError | None:
     """A Spark failure caused by an unreadable input file (truncated or corrupt Parquet,
     a bad gzip stream) -> an input error naming the file, else None."""
     text = str(e)
-    m = _READ_FAILURE.search(text)
+    m = next((m for pattern in _READ_FAILURES if (m := pattern.search(text))), None)
     if m is None:
         return None
     causes = _CAUSE.findall(text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -214,7 +215,12 @@ def test_auto_uses_builtin_without_graphframes(spark: SparkSession) -> None:
 def test_graphframes_without_jar_is_a_usage_error(spark: SparkSession) -> None:
     if graphframes_available(spark):
         pytest.skip("GraphFrames jar is on the classpath")
-    with pytest.raises(UsageError, match=r"--packages io\.graphframes:graphframes-spark4_2\.13"):
+    # The package for the running Spark's major version and Scala binary version, as the
+    # JVM reports them (Spark 4.x: spark4_2.13; Spark 3.5: spark3_2.12).
+    jvm: Any = spark.sparkContext._jvm
+    scala = ".".join(str(jvm.scala.util.Properties.versionNumberString()).split(".")[:2])
+    package = f"io.graphframes:graphframes-spark{spark.version.split('.')[0]}_{scala}:"
+    with pytest.raises(UsageError, match=f"--packages {re.escape(package)}"):
         connected_components(edges_df(spark, [(1, 2)], T.LongType()), backend="graphframes")
 
 

@@ -1,10 +1,16 @@
-"""Reusing an active session (Databricks, notebooks): what it cannot take is reported."""
+"""Reusing an active session (Databricks, notebooks): what it cannot take is reported; so
+is a setting the running Spark does not have."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import pytest
+
+from neardup.runtime.memory import BatchSizes
 from neardup.runtime.session import heap_and_slots, start
+from neardup.runtime.sizing import ARROW_BYTES, ARROW_ROWS, batch_settings
 
 
 def test_settings_a_live_session_refuses_are_reported(spark: Any) -> None:
@@ -23,3 +29,27 @@ def test_heap_and_slots_of_the_local_session(spark: Any) -> None:
     # conftest: local[2] with a 2g heap (the JVM reports a little less than -Xmx).
     assert (slots, where) == (2, "driver")
     assert 1.5 * 2**30 < heap <= 2 * 2**30
+
+
+def test_batch_settings_set_only_what_this_spark_knows(spark: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """maxBytesPerBatch exists from Spark 4.0: set there, left alone on 3.5 (which would
+    ignore it), and a user's own on 3.5 is a warning rather than a silent no-op."""
+    sizes = BatchSizes(
+        batch_bytes=3 << 20, reader_rows=700, arrow_rows=500, row_group_bytes=8 << 20, vectorized_reader=True
+    )
+    spark4 = int(spark.version.split(".")[0]) >= 4
+    before = spark.conf.get(ARROW_BYTES, None)
+    with caplog.at_level(logging.INFO, logger="neardup"), batch_settings(spark, sizes):
+        assert spark.conf.get(ARROW_ROWS) == "500"
+        assert spark.conf.get(ARROW_BYTES, None) == (str(3 << 20) if spark4 else before)
+    assert spark.conf.get(ARROW_BYTES, None) == before  # restored
+    rows_only = [r.getMessage() for r in caplog.records if "Arrow batches by rows only" in r.getMessage()]
+    assert len(rows_only) == (0 if spark4 else 1)
+    assert all(f"Spark {spark.version} bounds" in m for m in rows_only)
+
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="neardup"), batch_settings(spark, sizes, [ARROW_BYTES]):
+        assert spark.conf.get(ARROW_BYTES, None) == before  # the user's, untouched
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    want = [f"{ARROW_BYTES} has no effect on Spark {spark.version}: it needs Spark 4.0.0"]
+    assert warnings == ([] if spark4 else want)

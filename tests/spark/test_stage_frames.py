@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pyspark.testing import assertDataFrameEqual
 
+from frames import assert_frames_equal
 from neardup import columns as C
 from neardup import config
 from neardup.errors import InvariantError
@@ -43,7 +43,7 @@ def test_group_exact_picks_each_group_best_by_policy(spark: Any) -> None:
         (6, 6, 61, 0.1),
     ]
     cfg = config.load()
-    assertDataFrameEqual(group_exact(hashed, cfg), spark.createDataFrame(want, MEMBERS))
+    assert_frames_equal(group_exact(hashed, cfg), spark.createDataFrame(want, MEMBERS))
     # quality: the largest rank; nulls last.
     cfg = config.load(sets=["survivor.policy=quality", "survivor.column=q"])
     want = [
@@ -54,7 +54,7 @@ def test_group_exact_picks_each_group_best_by_policy(spark: Any) -> None:
         (5, 6, 60, None),
         (6, 6, 61, 0.1),
     ]
-    assertDataFrameEqual(group_exact(hashed, cfg), spark.createDataFrame(want, MEMBERS))
+    assert_frames_equal(group_exact(hashed, cfg), spark.createDataFrame(want, MEMBERS))
     # earliest without a column: the smallest id.
     cfg = config.load(sets=["survivor.policy=earliest"])
     want = [
@@ -65,7 +65,7 @@ def test_group_exact_picks_each_group_best_by_policy(spark: Any) -> None:
         (5, 5, 60, None),
         (6, 5, 61, 0.1),
     ]
-    assertDataFrameEqual(group_exact(hashed, cfg), spark.createDataFrame(want, MEMBERS))
+    assert_frames_equal(group_exact(hashed, cfg), spark.createDataFrame(want, MEMBERS))
 
 
 @pytest.mark.parametrize("broadcast", [True, False])
@@ -103,7 +103,7 @@ def test_select_survivors_whole_frame(spark: Any, broadcast: bool) -> None:
         ],
         f"{C.DOC_ID} bigint, {C.KEPT_ID} bigint, {C.STATUS} string, _size bigint, {C.SIMILARITY} double",
     )
-    assertDataFrameEqual(got, want)
+    assert_frames_equal(got, want)
 
 
 CLUSTERS = (

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,10 @@ ARROW_BYTES = "spark.sql.execution.arrow.maxBytesPerBatch"  # Spark 4.0 and late
 HUGE_VECTOR = "spark.sql.inMemoryColumnarStorage.hugeVectorThreshold"
 HUGE_VECTOR_RATIO = "spark.sql.inMemoryColumnarStorage.hugeVectorReserveRatio"
 VECTORIZED = "spark.sql.parquet.enableVectorizedReader"
+# Settings that exist only from some Spark release on. Spark takes any key without a word
+# and an older release simply ignores one it does not know, so neardup sets these only
+# where they exist and says so when a user's --conf would do nothing.
+SINCE = {ARROW_BYTES: (4, 0, 0), HUGE_VECTOR: (3, 5, 2), HUGE_VECTOR_RATIO: (3, 5, 2)}
 
 
 @dataclass(frozen=True)
@@ -123,22 +128,45 @@ def writer_options(sizes: BatchSizes, text_col: str | None) -> dict[str, str]:
     return options
 
 
+def spark_release(version: str) -> tuple[int, int, int]:
+    """'3.5.9' -> (3, 5, 9); suffixes such as '4.1.0-SNAPSHOT' or '3.5.0-databricks' are dropped."""
+    parts = [int(m.group()) if (m := re.match(r"\d+", p)) else 0 for p in version.split(".")[:3]]
+    major, minor, patch = [*parts, 0, 0, 0][:3]
+    return major, minor, patch
+
+
+def not_supported(keys: Iterable[str], version: str) -> dict[str, str]:
+    """Of `keys`, those this Spark release ignores -> the release that brought them."""
+    release = spark_release(version)
+    return {k: ".".join(map(str, SINCE[k])) for k in keys if k in SINCE and release < SINCE[k]}
+
+
 @contextlib.contextmanager
 def batch_settings(spark: SparkSession, sizes: BatchSizes, user_set: Iterable[str] = ()) -> Iterator[None]:
     """The session's batch settings for the run, restored afterwards (a reused session
-    goes back to what its owner had). Settings the user gave (`user_set`) are left alone."""
+    goes back to what its owner had). Settings the user gave (`user_set`) are left alone;
+    those of them this Spark does not know are reported (they would do nothing)."""
+    user_set = set(user_set)
     wanted = {
         READER_ROWS: str(sizes.reader_rows),
         ARROW_ROWS: str(sizes.arrow_rows),
+        # Spark 4 also closes an Arrow batch at this many bytes: a run of long documents
+        # then makes smaller batches, and one longer than the limit travels alone.
+        ARROW_BYTES: str(sizes.batch_bytes),
         HUGE_VECTOR: str(2 * sizes.batch_bytes),
         HUGE_VECTOR_RATIO: "1.1",
         VECTORIZED: str(sizes.vectorized_reader).lower(),
     }
-    if int(spark.version.split(".")[0]) >= 4:
-        # Spark 4 also closes an Arrow batch at this many bytes: a run of long documents
-        # then makes smaller batches, and one longer than the limit travels alone.
-        wanted[ARROW_BYTES] = str(sizes.batch_bytes)
-    wanted = {k: v for k, v in wanted.items() if k not in set(user_set)}
+    missing = not_supported(wanted, spark.version)
+    for key in sorted(user_set & set(missing)):
+        log.warning("%s has no effect on Spark %s: it needs Spark %s", key, spark.version, missing[key])
+    if ARROW_BYTES in missing:
+        log.info(
+            "memory: Spark %s bounds Arrow batches by rows only (by bytes too from Spark 4.0): "
+            "a run of documents far longer than the average makes a larger batch",
+            spark.version,
+        )
+    wanted = {k: v for k, v in wanted.items() if k not in user_set and k not in missing}
     before = {k: spark.conf.get(k, None) for k in wanted}
     for k, v in wanted.items():
         spark.conf.set(k, v)
