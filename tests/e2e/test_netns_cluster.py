@@ -202,11 +202,8 @@ def _clusters(out: Path) -> list[dict[str, Any]]:
     return sorted(pq.read_table(out / "clusters").to_pylist(), key=lambda r: r["id"])
 
 
-def _groups(assignment: dict[Any, Any]) -> set[frozenset[Any]]:
-    members: dict[Any, set[Any]] = {}
-    for item, label in assignment.items():
-        members.setdefault(label, set()).add(item)
-    return {frozenset(m) for m in members.values()}
+def _rounded(similarity: float | None) -> float | None:
+    return None if similarity is None else round(similarity, 9)
 
 
 def test_cluster_of_namespaces_matches_local_mode_and_the_reference(
@@ -228,9 +225,12 @@ def test_cluster_of_namespaces_matches_local_mode_and_the_reference(
 
     rows = _clusters(out)
     assert rows == _clusters(local)
-    # And the clusters themselves are the brute-force ones (exact Jaccard >= 0.8 and exact
-    # copies, connected), computed in plain Python from the input file.
+    # And every document's kept document and similarity to it are the brute-force ones
+    # (exact Jaccard >= 0.8 and exact copies, connected, the guard at 0.7: the defaults),
+    # computed in plain Python from the input file.
     corpus = synth.read_jsonl_gz(SAMPLE)
     ids, texts = corpus.column("id").to_pylist(), corpus.column("text").to_pylist()
-    want = _groups(reference.reference_clusters(ids, texts, 0.8))
-    assert _groups({r["id"]: r["cluster_id"] for r in rows}) == want
+    want = reference.guarded_clusters(ids, texts, 0.8, 0.7)
+    assert {r["id"]: (r["cluster_id"], _rounded(r["similarity"])) for r in rows} == {
+        i: (k, _rounded(sim)) for i, (k, sim) in want.items()
+    }
