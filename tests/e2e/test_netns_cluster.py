@@ -22,12 +22,11 @@ from typing import Any
 import pyarrow.parquet as pq
 import pyspark
 import pytest
+from cli_process import ROOT, SAMPLE
 from netns import Host, Network, unsupported
 
 from neardup_testkit import reference, synth
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "data" / "sample" / "corpus.jsonl.gz"
 SPARK_HOME = Path(pyspark.__file__).parent
 MASTER_PORT, MASTER_UI, WORKER_UI = 7077, 8080, 8081  # each namespace has all ports to itself
 WORKERS = 2
