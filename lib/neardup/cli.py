@@ -1,5 +1,5 @@
-"""The command line: `neardup dedup|tune|evaluate ...` (also `python -m neardup`,
-jobs/dedup.py).
+"""The command line: `neardup dedup|tune|evaluate|decontaminate ...` (also
+`python -m neardup`, jobs/dedup.py).
 
 Thin: parse arguments, build the config and the session, call the pipeline, and
 turn failures into one line on stderr with a distinct exit code
@@ -129,7 +129,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--json", action="store_true", help="print JSON instead of a table")
     _add_session(e)
+    _add_decontaminate(sub)
     return parser
+
+
+def _add_decontaminate(sub: Any) -> None:
+    x = sub.add_parser(
+        "decontaminate",
+        help="remove the documents that contain evaluation data: a run of n words shared with a "
+        "reference item, or a near-duplicate of one",
+    )
+    _add_input(x, required=True)
+    x.add_argument(
+        "--reference",
+        required=True,
+        metavar="PATH",
+        help="the evaluation sets: a Parquet or JSON Lines file, or a directory of them",
+    )
+    x.add_argument("--reference-format", choices=["parquet", "jsonl"], help="(default: from the path)")
+    x.add_argument("--reference-id-col", help="the reference's id column (default: the input's)")
+    x.add_argument("--reference-text-col", help="the reference's text column (default: the input's)")
+    x.add_argument(
+        "--output", required=True, help="output directory (kept/, removed/, matches/, rejected/, report.json)"
+    )
+    _add_config(x)
+    x.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_session(x)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -412,7 +437,45 @@ def _evaluate(args: argparse.Namespace, run: _Run) -> int:
     return EXIT_OK
 
 
-_COMMANDS = {"dedup": _dedup, "tune": _tune, "evaluate": _evaluate}
+def _decontaminate(args: argparse.Namespace, run: _Run) -> int:
+    overrides = _input_overrides(args)
+    flags = {
+        "reference_format": args.reference_format,
+        "reference_id_col": args.reference_id_col,
+        "reference_text_col": args.reference_text_col,
+    }
+    if any(v is not None for v in flags.values()):
+        overrides["decontaminate"] = {k: v for k, v in flags.items() if v is not None}
+    if args.overwrite:
+        overrides["output"] = {"overwrite": True}
+    cfg = _load_config(args, overrides)
+    spark = _session(args, cfg, run)
+    from neardup import decontaminate
+
+    params = decontaminate.decon_params(cfg)
+    ngram = f"{params.ngram} words in a row" if params.ngram else "no n-grams"
+    near = (
+        f"near-duplicates at {params.threshold:.2f} ({params.verify})"
+        if params.threshold
+        else "no near-duplicates"
+    )
+    log.info(
+        "neardup %s decontaminate on %s: input %s, reference %s; %s, %s",
+        __version__,
+        spark.sparkContext.master,
+        args.input,
+        args.reference,
+        ngram,
+        near,
+    )
+    if run.started.jvm_log is not None:
+        log.info("Spark's own log: %s (kept if the run fails; --debug shows it here)", run.started.jvm_log)
+    result = decontaminate.run(spark, cfg, args.input, args.reference, args.output)
+    print(decontaminate.summary(result.output, result.report))
+    return EXIT_OK
+
+
+_COMMANDS = {"dedup": _dedup, "tune": _tune, "evaluate": _evaluate, "decontaminate": _decontaminate}
 
 
 def _quiet_python_side(spark: Any) -> None:

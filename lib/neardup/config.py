@@ -24,6 +24,7 @@ import yaml
 
 from neardup.errors import UsageError
 from neardup.kernels.bands import bands_for_recall, candidate_probability, optimal_bands
+from neardup.kernels.decon import VERIFY_METHODS as DECON_VERIFY
 from neardup.kernels.hashing import UNITS
 from neardup.kernels.minhash import METHODS
 from neardup.runtime.memory import GiB, KiB, parse_size
@@ -33,6 +34,7 @@ MALFORMED = ("fail", "reject")
 VERIFY_METHODS = ("exact", "signature", "none")
 BACKENDS = ("auto", "builtin", "graphframes")
 POLICIES = ("longest", "earliest", "quality")
+REFERENCE_FORMATS = ("auto", "parquet", "jsonl")
 REDACTED = "*** redacted ***"
 # report.html shows each sampled cluster's texts: a bound keeps what the driver collects small.
 MAX_SAMPLE_CLUSTERS = 20
@@ -212,6 +214,54 @@ class ReportConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class DecontaminateConfig:
+    """`neardup decontaminate`: what removes a corpus document, and how the reference
+    (the evaluation sets) is read and bounded."""
+
+    ngram_matching: bool = True
+    ngram: int = 13
+    near_duplicates: bool = True
+    threshold: float | None = None  # None: the verify threshold
+    verify: str = "exact"
+    reference_format: str = "auto"
+    reference_id_col: str | None = None  # None: input.id_col
+    reference_text_col: str | None = None  # None: input.text_col
+    max_reference_bytes: str = "32m"
+
+    def __post_init__(self) -> None:
+        if not self.ngram_matching and not self.near_duplicates:
+            raise UsageError(
+                "config keys decontaminate.ngram_matching and decontaminate.near_duplicates are both "
+                "false: nothing would be removed"
+            )
+        _within("decontaminate.ngram", self.ngram, 1, 1000)
+        t = self.threshold
+        if t is not None and (not 0.0 < t <= 1.0 or math.isnan(t)):
+            raise UsageError(f"config key decontaminate.threshold must be in (0, 1], not {t}")
+        _choice("decontaminate.verify", self.verify, DECON_VERIFY)
+        _choice("decontaminate.reference_format", self.reference_format, REFERENCE_FORMATS)
+        for key in ("reference_id_col", "reference_text_col"):
+            if getattr(self, key) == "":
+                raise UsageError(f"config key decontaminate.{key} must not be empty (null: the input's)")
+        try:
+            size = parse_size(self.max_reference_bytes)
+        except ValueError:
+            raise UsageError(
+                "config key decontaminate.max_reference_bytes must be a size such as 32m, "
+                f"not {self.max_reference_bytes!r}"
+            ) from None
+        if not KiB <= size <= 4 * GiB:
+            raise UsageError(
+                "config key decontaminate.max_reference_bytes must be in 1k..4g, "
+                f"not {self.max_reference_bytes}"
+            )
+
+    def reference_columns(self, inp: InputConfig) -> tuple[str, str]:
+        """The reference's (id, text) columns: its own keys, else the input's."""
+        return self.reference_id_col or inp.id_col, self.reference_text_col or inp.text_col
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     """The resolved configuration. `bands`/`rows` are always set once built."""
 
@@ -228,6 +278,7 @@ class Config:
     memory: MemoryConfig
     report: ReportConfig
     spark: Mapping[str, str]
+    decontaminate: DecontaminateConfig = dataclasses.field(default_factory=DecontaminateConfig)
 
     def __post_init__(self) -> None:
         b, r, k = self.lsh.bands, self.lsh.rows, self.minhash.num_perm
@@ -237,6 +288,12 @@ class Config:
             )
         if self.survivor.column is not None and self.survivor.column == self.input.text_col:
             raise UsageError("config key survivor.column must not be the text column")
+        ref_id, ref_text = self.decontaminate.reference_columns(self.input)
+        if ref_id == ref_text:
+            raise UsageError(
+                f"config keys decontaminate.reference_id_col and reference_text_col name the same column "
+                f"{ref_id!r} (null means input.id_col and input.text_col)"
+            )
 
     @property
     def bands(self) -> int:
@@ -257,6 +314,14 @@ class Config:
     def verify_threshold(self) -> float:
         t = self.verify.threshold
         return self.lsh.threshold if t is None else t
+
+    @property
+    def decontaminate_threshold(self) -> float | None:
+        """The near-duplicate threshold of `neardup decontaminate`; None when that matching is off."""
+        if not self.decontaminate.near_duplicates:
+            return None
+        t = self.decontaminate.threshold
+        return self.verify_threshold if t is None else t
 
     @property
     def guard_threshold(self) -> float | None:
@@ -299,6 +364,13 @@ class Config:
                 f"guard.threshold = {self.guard.threshold} is above the verify threshold "
                 f"{self.verify_threshold}: the guard splits off members that verification joined directly"
             )
+        dt = self.decontaminate_threshold if self.decontaminate.threshold is not None else None
+        if dt is not None and (p := float(candidate_probability(dt, self.bands, self.rows))) < 0.9:
+            found.append(
+                f"decontaminate.threshold = {dt} with {self.bands} x {self.rows} bands (chosen for "
+                f"lsh.threshold = {t}): a reference copy at {dt} becomes a candidate with probability "
+                f"{p:.2f} only; set lsh.threshold to {dt} as well"
+            )
         if self.verify.method == "signature" and k < 64:
             found.append(
                 f"verify.method = signature with minhash.num_perm = {k}: the estimate is off by more "
@@ -332,6 +404,7 @@ _SECTIONS: dict[str, type] = {
     "output": OutputConfig,
     "memory": MemoryConfig,
     "report": ReportConfig,
+    "decontaminate": DecontaminateConfig,
 }
 
 

@@ -38,6 +38,24 @@ class SignParams:
     rows: int
 
 
+def normalized(texts: pa.Array | pa.ChunkedArray, p: SignParams) -> pa.Array:
+    """Texts normalized as the run normalizes them (kernels/textnorm.py); null as empty."""
+    return normalize(pc.fill_null(texts, ""), lowercase=p.lowercase, strip_punctuation=p.strip_punctuation)
+
+
+def text_signatures(norm: pa.Array, p: SignParams) -> np.ndarray:
+    """(n, num_perm) uint32 MinHash signatures of normalized texts, with the run's parameters."""
+    return signatures(
+        norm,
+        unit=p.unit,
+        ngram=p.ngram,
+        char_ngram=p.char_ngram,
+        num_perm=p.num_perm,
+        seed=p.seed,
+        method=p.method,
+    )
+
+
 def sign_batch(batch: pa.RecordBatch, p: SignParams, keep_signatures: bool) -> pa.RecordBatch:
     """(_id, _text, _rank) -> (_id, _thash, _thash_lo, reason, _len, _rank, _bands[, _sig]).
 
@@ -49,20 +67,12 @@ def sign_batch(batch: pa.RecordBatch, p: SignParams, keep_signatures: bool) -> p
     n = len(batch)
     text = batch.column(C.TEXT)
     is_null = text.is_null()
-    norm = normalize(pc.fill_null(text, ""), lowercase=p.lowercase, strip_punctuation=p.strip_punctuation)
+    norm = normalized(text, p)
     empty = pc.equal(pc.binary_length(norm), 0)
     reason = pc.if_else(is_null, REASON_NULL, pc.if_else(empty, REASON_EMPTY, pa.scalar(None, pa.string())))
     length = pc.fill_null(pc.utf8_length(text), 0).cast(pa.int32())
     h = text_hash128(norm)
-    sigs = signatures(
-        norm,
-        unit=p.unit,
-        ngram=p.ngram,
-        char_ngram=p.char_ngram,
-        num_perm=p.num_perm,
-        seed=p.seed,
-        method=p.method,
-    )
+    sigs = text_signatures(norm, p)
     keys = band_keys(sigs, p.bands, p.rows, p.seed)
     valid = pa.py_buffer(np.packbits(~np.asarray(empty), bitorder="little").tobytes())
     key_col = pa.FixedSizeListArray.from_buffers(
