@@ -51,7 +51,8 @@ def test_jaccard_between_two_collections_matches_python_sets() -> None:
     b = [set(rng.choice(universe, size=rng.integers(0, 30), replace=False).tolist()) for _ in range(7)]
     left, right = rng.integers(0, 40, size=300), rng.integers(0, 7, size=300)
     got = jaccard_between(*_pack(a), *_pack(b), left, right)
-    want = [len(a[i] & b[j]) / len(a[i] | b[j]) if a[i] | b[j] else 0.0 for i, j in zip(left, right, strict=True)]
+    pairs = zip(left, right, strict=True)
+    want = [len(a[i] & b[j]) / len(a[i] | b[j]) if a[i] | b[j] else 0.0 for i, j in pairs]
     assert np.allclose(got, want)
     with pytest.raises(IndexError):
         jaccard_between(*_pack(a), *_pack(b), np.array([0]), np.array([7]))
