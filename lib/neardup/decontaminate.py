@@ -1,7 +1,7 @@
 """`neardup decontaminate`: remove the corpus documents that contain evaluation data.
 
-    read (the corpus, as dedup reads and checks it) -> reference (read, checked, sized,
-    broadcast) -> match (one narrow pass over the corpus) -> write -> check -> publish
+    reference (read, checked, sized, broadcast) -> read (the corpus, as dedup reads and
+    checks it) -> match (one narrow pass over the corpus) -> write -> check -> publish
 
 A document is removed when it shares a run of `decontaminate.ngram` words with a
 reference item, or is a near-duplicate of one (kernels/decon.py); matches/ says which
@@ -57,8 +57,10 @@ def run(spark: SparkSession, cfg: Config, input_path: str, reference_path: str, 
     _check_reference_path(spark, reference_path, output)
     params = decon_params(cfg)
     with _opened(spark, cfg, input_path, output) as r:
-        inp = r.stage("read", input_path, _read)
+        # The reference first: a reference that is too large or malformed stops the run
+        # before the corpus is read.
         ref = r.stage("reference", reference_path, _reference, reference_path, params)
+        inp = r.stage("read", input_path, _read)
         found = r.stage("match", count(inp.rows - inp.malformed_rows, "documents"), _match, inp, ref, params)
         r.stage("write", count(found.removed, "removed"), _write, inp, ref, found)
         r.stage("check", count(inp.rows, "rows"), _check, inp)

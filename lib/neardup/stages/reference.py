@@ -12,8 +12,10 @@ split into files or partitions.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -22,7 +24,7 @@ from pyspark.sql import types as T
 
 from neardup import columns as C
 from neardup.config import Config, SurvivorConfig
-from neardup.errors import InputDataError, UsageError
+from neardup.errors import InputDataError, NeardupError, UsageError
 from neardup.kernels.decon import REF, DeconParams, build_reference, reference_bytes
 from neardup.runtime.memory import human, parse_size
 from neardup.stages.read import _ID_TYPES, CORRUPT, Input, check_rows, read_input
@@ -82,19 +84,30 @@ def _check_columns(inp: Input, cfg: Config) -> None:
         )
 
 
+@contextlib.contextmanager
+def _as_reference() -> Iterator[None]:
+    """The input readers' and checks' errors say "input <path>": here the path is the reference's."""
+    try:
+        yield
+    except NeardupError as e:
+        text = str(e)
+        if not text.startswith("input "):
+            raise
+        raise type(e)("reference " + text.removeprefix("input ")) from None
+
+
 def _checked(spark: SparkSession, cfg: Config, path: str) -> tuple[Input, int]:
     """The reference read and checked, and its text's bytes."""
-    inp = read_input(spark, path, cfg)
+    with _as_reference():
+        inp = read_input(spark, path, cfg)
     if inp.format not in FORMATS:
         raise UsageError(
             f"reference {path} is read as {inp.format}: a reference must be Parquet or JSON Lines "
             "(decontaminate.reference_format)"
         )
     _check_columns(inp, cfg)
-    try:
+    with _as_reference():
         rows = check_rows(inp, cfg, measure_text=True)
-    except InputDataError as e:  # its messages say "input <path>": here that path is the reference
-        raise InputDataError(f"reference {str(e).removeprefix('input ')}") from None
     if rows.malformed:
         raise InputDataError(
             f"reference {path}: {rows.malformed} malformed JSON line(s); a reference is read whole, fix them"
