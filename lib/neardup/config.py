@@ -250,9 +250,9 @@ class DecontaminateConfig:
                 "config key decontaminate.max_reference_bytes must be a size such as 32m, "
                 f"not {self.max_reference_bytes!r}"
             ) from None
-        if not KiB <= size <= 4 * GiB:
+        if not KiB <= size <= 2 * GiB:
             raise UsageError(
-                "config key decontaminate.max_reference_bytes must be in 1k..4g, "
+                "config key decontaminate.max_reference_bytes must be in 1k..2g, "
                 f"not {self.max_reference_bytes}"
             )
 

@@ -216,6 +216,11 @@ def test_a_hash_collision_is_not_a_match() -> None:
     collided = dataclasses.replace(ref, gram_hash=doc_hash.copy())  # one entry: still sorted
     batch = pa.record_batch({C.DOC_ID: pa.array([1]), C.TEXT: pa.array([doc_text])})
     assert decontaminate_batch(batch, collided, PARAMS).num_rows == 0
+    # Bytes that are the n-gram's but run on into a longer word are not the n-gram either.
+    longer = build_reference(pa.array([doc_text + "x"]), PARAMS)
+    assert longer.ngrams == 1 and decontaminate_batch(batch, longer, PARAMS).num_rows == 1  # near only
+    longer = dataclasses.replace(longer, gram_hash=doc_hash.copy())
+    assert decontaminate_batch(batch, longer, PARAMS).column(C.REASON).to_pylist() == ["near_duplicate"]
     # The same bytes under that hash do match: only the comparison stopped it above.
     honest = build_reference(pa.array([doc_text]), PARAMS)
     reasons = decontaminate_batch(batch, honest, PARAMS).column(C.REASON).to_pylist()

@@ -19,13 +19,15 @@ Definitions (docs/design.md, "Decontamination"):
 
 The reference is small and goes to every Python worker whole (`Reference`, serialized as
 one Arrow IPC record batch, read back without copying); the corpus streams through
-`decontaminate_batch` one Arrow batch at a time.
+`decontaminate_batch` one Arrow batch at a time. A document's n-grams are looked up in the
+reference's sorted hashes behind a bitmap filter (`_lookup`), in one numba loop.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -143,24 +145,6 @@ def _ngram_spans(
 
 
 @njit(cache=True, nogil=True)
-def _same_bytes(
-    a: U8Array, a_lo: I64Array, a_hi: I64Array, b: U8Array, b_lo: I64Array, b_len: I32Array
-) -> npt.NDArray[np.bool_]:
-    out = np.zeros(a_lo.shape[0], dtype=np.bool_)
-    for c in range(a_lo.shape[0]):
-        length = a_hi[c] - a_lo[c]
-        if length != b_len[c]:
-            continue
-        same = True
-        for t in range(length):
-            if a[a_lo[c] + t] != b[b_lo[c] + t]:
-                same = False
-                break
-        out[c] = same
-    return out
-
-
-@njit(cache=True, nogil=True)
 def _gather(data: U8Array, lo: I64Array, hi: I64Array) -> tuple[I64Array, U8Array]:
     offsets = np.empty(lo.shape[0] + 1, dtype=np.int64)
     offsets[0] = 0
@@ -173,10 +157,9 @@ def _gather(data: U8Array, lo: I64Array, hi: I64Array) -> tuple[I64Array, U8Arra
 
 
 def _texts(data: U8Array, lo: I64Array, hi: I64Array) -> pa.Array:
-    """The UTF-8 byte ranges [lo, hi) of `data` as a string array."""
+    """The UTF-8 byte ranges [lo, hi) of `data` as a large_string array."""
     offsets, out = _gather(data, lo, hi)
-    texts = pa.LargeStringArray.from_buffers(len(lo), pa.py_buffer(offsets), pa.py_buffer(out))
-    return texts.cast(pa.string())
+    return pa.LargeStringArray.from_buffers(len(lo), pa.py_buffer(offsets), pa.py_buffer(out))
 
 
 def _expand(lo: I64Array, hi: I64Array) -> tuple[I64Array, I64Array]:
@@ -204,48 +187,124 @@ def _all_ngrams(offsets: I64Array) -> tuple[I64Array, I64Array]:
 
 
 # --------------------------------------------------------------------------------------------
+# Looking n-grams up in the reference
+
+# Bits of the membership filter per n-gram entry: 1 - exp(-1/16), about 6 % of the corpus's
+# n-grams that the reference does not hold, go on to the binary search.
+FILTER_BITS = 16
+_U1 = np.uint64(1)
+_U63 = np.uint64(63)
+_U6 = np.uint64(6)
+
+
+@njit(cache=True, nogil=True)
+def _filter_words(hashes: U64Array, shift: np.uint64, words: int) -> U64Array:
+    bits = np.zeros(words, dtype=np.uint64)
+    for h in hashes:
+        b = h >> shift
+        bits[b >> _U6] |= _U1 << (b & _U63)
+    return bits
+
+
+@njit(cache=True, nogil=True)
+def _lookup(table: U64Array, bits: U64Array, shift: np.uint64, queries: U64Array) -> I64Array:
+    """For each query, the first index of it in the sorted `table`, or -1. A query whose
+    filter bit is clear is not in the table: one access to a bitmap of 2 bytes per entry
+    instead of a binary search over 8-byte entries that miss the cache at every step."""
+    n = table.shape[0]
+    out = np.full(queries.shape[0], -1, dtype=np.int64)
+    for q in range(queries.shape[0]):
+        x = queries[q]
+        b = x >> shift
+        if (bits[b >> _U6] >> (b & _U63)) & _U1 == 0:
+            continue
+        lo = 0
+        hi = n
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if table[mid] < x:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < n and table[lo] == x:
+            out[q] = lo
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _confirm(
+    data: U8Array, lo: I64Array, hi: I64Array, text: U8Array, start: I64Array, item_end: I64Array
+) -> npt.NDArray[np.bool_]:
+    """data[lo:hi] (a document's n-gram) is the n-gram at text[start:] (a reference
+    item's, which ends at item_end): the same bytes, then the end of a word there too."""
+    out = np.zeros(lo.shape[0], dtype=np.bool_)
+    for c in range(lo.shape[0]):
+        length = hi[c] - lo[c]
+        s = start[c]
+        if s + length > item_end[c] or (s + length < item_end[c] and text[s + length] != _SPACE):
+            continue
+        same = True
+        for t in range(length):
+            if data[lo[c] + t] != text[s + t]:
+                same = False
+                break
+        out[c] = same
+    return out
+
+
+# --------------------------------------------------------------------------------------------
 # The reference
 
 
 @dataclass(frozen=True)
 class Reference:
-    """The reference items, as every task needs them (items numbered 0..items-1).
+    """The reference items as every task needs them (items numbered 0..items-1).
 
-    n-grams: one entry per distinct (n-gram hash, item), sorted by hash then item, with
-    the n-gram's bytes at text[gram_start : gram_start + gram_len] (the items' normalized
-    texts, concatenated). Near-duplicates: every band key of every non-empty item, sorted,
-    with its item; the items' sorted shingle sets (exact verification) or their
-    signatures, (items, num_perm) (signature verification).
+    text: the items' normalized texts, concatenated (item i at item_offsets[i]..[i+1]).
+    n-grams: one entry per distinct (n-gram hash, item), sorted by hash (then item, then
+    position), with where the n-gram starts in `text` (its item follows from where it
+    starts, its end from its words). Near-duplicates: every band key of every non-empty
+    item, sorted, with its item. The shingle sets or signatures of verification are made
+    from `text` for the few items that are candidates: 12 bytes per n-gram entry is all
+    the reference holds besides its text.
     """
 
     items: int
     empty: int  # items whose text is null or empty once normalized: they match nothing
-    gram_hash: U64Array
-    gram_item: I32Array
-    gram_start: I64Array
-    gram_len: I32Array
     text: U8Array
+    item_offsets: I64Array
+    gram_hash: U64Array
+    gram_start: U32Array
     band_key: I64Array
     band_item: I32Array
-    shingle_offsets: I64Array
-    shingle_hash: U64Array
-    signature: U32Array
 
     @property
     def ngrams(self) -> int:
         return len(self.gram_hash)
 
+    @cached_property
+    def gram_filter(self) -> tuple[U64Array, np.uint64]:
+        """(bitmap, shift): bit `hash >> shift` is set for every n-gram entry's hash
+        (`FILTER_BITS` per entry, a power of two; built where the reference is used)."""
+        size = 64
+        while size < FILTER_BITS * max(self.ngrams, 1):
+            size *= 2
+        shift = np.uint64(64 - (size.bit_length() - 1))
+        return _filter_words(self.gram_hash, shift, size // 64), shift
+
+    def item_of(self, start: I64Array) -> I64Array:
+        return np.searchsorted(self.item_offsets, start, "right") - 1
+
+    def item_texts(self, items: I64Array) -> pa.Array:
+        return _texts(self.text, self.item_offsets[items], self.item_offsets[items + 1])
+
 
 _ARRAYS = {
+    "item_offsets": pa.int64(),
     "gram_hash": pa.uint64(),
-    "gram_item": pa.int32(),
-    "gram_start": pa.int64(),
-    "gram_len": pa.int32(),
+    "gram_start": pa.uint32(),
     "band_key": pa.int64(),
     "band_item": pa.int32(),
-    "shingle_offsets": pa.int64(),
-    "shingle_hash": pa.uint64(),
-    "signature": pa.uint32(),
 }
 
 
@@ -255,53 +314,40 @@ def build_reference(texts: pa.Array | pa.ChunkedArray, p: DeconParams) -> Refere
     norm = normalized(texts, sp)
     starts, ends, data = text_buffers(norm)
     n = len(norm)
-    base = int(starts.min()) if n else 0
-    text = data[base : int(ends.max()) if n else 0].copy()
-    gram_hash, gram_item = np.empty(0, np.uint64), np.empty(0, np.int32)
-    gram_start, gram_len = np.empty(0, np.int64), np.empty(0, np.int32)
+    base = int(starts[0]) if n else 0
+    item_offsets = np.append(starts, ends[-1] if n else 0) - base  # normalize's rows are contiguous
+    text = data[base : base + int(item_offsets[-1])].copy()
+    if text.size >= 2**32:
+        raise ValueError("the reference's normalized text exceeds 4 GiB")
+    gram_hash, gram_start = np.empty(0, np.uint64), np.empty(0, np.uint32)
     if p.ngram:
         offsets, hashes = ngram_hashes(norm, p.ngram, sp.seed)
         row, pos = _all_ngrams(offsets)
-        lo, hi = _ngram_spans(starts, ends, data, row, pos, p.ngram)
+        lo, _ = _ngram_spans(starts, ends, data, row, pos, p.ngram)
         order = np.lexsort((pos, row, hashes))  # hash, then item, then position
         first = order[_run_starts(hashes[order], row[order])]
-        gram_hash, gram_item = hashes[first], row[first].astype(np.int32)
-        gram_start, gram_len = lo[first] - base, (hi - lo)[first].astype(np.int32)
+        gram_hash, gram_start = hashes[first], (lo[first] - base).astype(np.uint32)
     band_key, band_item = np.empty(0, np.int64), np.empty(0, np.int32)
-    shingle_offsets, shingle_hash = np.zeros(1, np.int64), np.empty(0, np.uint64)
-    signature = np.empty((0, sp.num_perm), np.uint32)
     if p.threshold is not None:
-        sigs = text_signatures(norm, sp)
-        keys = band_keys(sigs, sp.bands, sp.rows, sp.seed)
+        keys = band_keys(text_signatures(norm, sp), sp.bands, sp.rows, sp.seed)
         valid = np.flatnonzero(ends > starts)  # an empty text's signature would match every empty one
         flat = keys[valid].ravel()
         order = np.argsort(flat, kind="stable")
-        band_key = flat[order]
-        band_item = np.repeat(valid, sp.bands)[order].astype(np.int32)
-        if p.verify == "exact":
-            shingle_offsets, shingle_hash = _shingles(norm, sp)
-        else:
-            signature = sigs
-    return Reference(
-        n, int((ends == starts).sum()), gram_hash, gram_item, gram_start, gram_len, text,
-        band_key, band_item, shingle_offsets, shingle_hash, signature,
-    )  # fmt: skip
-
-
-def _shingles(norm: pa.Array, sp: SignParams) -> tuple[I64Array, U64Array]:
-    return shingle_hashes(norm, sp.unit, sp.ngram, sp.char_ngram, sp.seed)
+        band_key, band_item = flat[order], np.repeat(valid, sp.bands)[order].astype(np.int32)
+    empty = int((ends == starts).sum())
+    return Reference(n, empty, text, item_offsets, gram_hash, gram_start, band_key, band_item)
 
 
 def reference_bytes(ref: Reference) -> bytes:
     """The reference as one Arrow IPC stream (a one-row record batch of lists)."""
     cols = [
         pa.LargeListArray.from_arrays(
-            pa.array([0, getattr(ref, name).size], pa.int64()), pa.array(getattr(ref, name).ravel(), kind)
+            pa.array([0, getattr(ref, name).size], pa.int64()), pa.array(getattr(ref, name), kind)
         )
         for name, kind in _ARRAYS.items()
     ]
     cols.append(pa.array([ref.text.tobytes()], pa.large_binary()))
-    meta = {"items": str(ref.items), "empty": str(ref.empty), "num_perm": str(ref.signature.shape[1])}
+    meta = {"items": str(ref.items), "empty": str(ref.empty)}
     batch = pa.RecordBatch.from_arrays(cols, names=[*_ARRAYS, "text"], metadata=meta)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, batch.schema) as writer:
@@ -314,7 +360,6 @@ def reference_from_bytes(payload: bytes) -> Reference:
     batch = pa.ipc.open_stream(pa.py_buffer(payload)).read_next_batch()
     meta = {k.decode(): v.decode() for k, v in (batch.schema.metadata or {}).items()}
     arrays = {name: batch.column(name).values.to_numpy(zero_copy_only=True) for name in _ARRAYS}
-    arrays["signature"] = arrays["signature"].reshape(-1, int(meta["num_perm"]))
     buf = batch.column("text").buffers()[2]
     text = np.frombuffer(buf, dtype=np.uint8) if buf is not None else np.empty(0, np.uint8)
     return Reference(items=int(meta["items"]), empty=int(meta["empty"]), text=text, **arrays)
@@ -336,16 +381,16 @@ def cached_reference(key: str, payload: Callable[[], bytes]) -> Reference:
 # Matching a batch
 
 
-def ngram_matches(norm: pa.Array, ref: Reference, n: int, seed: int) -> tuple[I64Array, I32Array, pa.Array]:
+def ngram_matches(norm: pa.Array, ref: Reference, n: int, seed: int) -> tuple[I64Array, I64Array, pa.Array]:
     """(row, item, n-gram) for each (row, item) sharing a word n-gram: the row's first such
     n-gram, as normalized text."""
-    empty = (np.empty(0, np.int64), np.empty(0, np.int32), pa.array([], pa.string()))
+    empty = (np.empty(0, np.int64), np.empty(0, np.int64), pa.array([], pa.string()))
     offsets, hashes = ngram_hashes(norm, n, seed)
     if not ref.ngrams or not len(hashes):
         return empty
-    left = np.searchsorted(ref.gram_hash, hashes, "left")
-    found = np.flatnonzero(left < ref.ngrams)
-    found = found[ref.gram_hash[left[found]] == hashes[found]]
+    bits, shift = ref.gram_filter
+    left = _lookup(ref.gram_hash, bits, shift, hashes)
+    found = np.flatnonzero(left >= 0)
     if not found.size:
         return empty
     row = np.searchsorted(offsets, found, "right") - 1  # sorted by row, then position
@@ -353,21 +398,23 @@ def ngram_matches(norm: pa.Array, ref: Reference, n: int, seed: int) -> tuple[I6
     starts, ends, data = text_buffers(norm)
     lo, hi = _ngram_spans(starts, ends, data, row, pos, n)
     hit, entry = _expand(left[found], np.searchsorted(ref.gram_hash, hashes[found], "right"))
-    same = _same_bytes(data, lo[hit], hi[hit], ref.text, ref.gram_start[entry], ref.gram_len[entry])
-    hit, item = hit[same], ref.gram_item[entry[same]]
+    start = ref.gram_start[entry].astype(np.int64)
+    item = ref.item_of(start)
+    same = _confirm(data, lo[hit], hi[hit], ref.text, start, ref.item_offsets[item + 1])
+    hit, item = hit[same], item[same]
     order = np.lexsort((pos[hit], item, row[hit]))  # row, item, then position: the first n-gram
     chosen = order[_run_starts(row[hit][order], item[order])]
     h = hit[chosen]
-    return row[h], item[chosen], _texts(data, lo[h], hi[h])
+    return row[h], item[chosen], _texts(data, lo[h], hi[h]).cast(pa.string())
 
 
 def near_matches(
     norm: pa.Array, valid: I64Array, ref: Reference, p: DeconParams
-) -> tuple[I64Array, I32Array, npt.NDArray[np.float64]]:
+) -> tuple[I64Array, I64Array, npt.NDArray[np.float64]]:
     """(row, item, similarity) for each candidate (row, item) whose similarity reaches the
     threshold; `valid` are the rows with text (an empty one shares nothing)."""
     sp = p.sign
-    none = (np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0, np.float64))
+    none = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64))
     if p.threshold is None or not len(ref.band_key) or not len(valid):
         return none
     sigs = text_signatures(norm, sp)
@@ -378,17 +425,21 @@ def near_matches(
         return none
     # Distinct (row, item): a pair sharing several bands is one candidate.
     pair = np.unique(valid[which // sp.bands] * ref.items + ref.band_item[entry])
-    rows, items = pair // ref.items, (pair % ref.items).astype(np.int32)
+    rows, items = pair // ref.items, pair % ref.items
+    cand_rows, row_at = np.unique(rows, return_inverse=True)
+    cand_items, item_at = np.unique(items, return_inverse=True)
+    texts = ref.item_texts(cand_items)  # only the candidates' items are shingled or signed
     if p.verify == "exact":
-        cand = np.unique(rows)
-        offsets, hashes = _shingles(norm.take(pa.array(cand)), sp)
-        sim = jaccard_between(
-            offsets, hashes, ref.shingle_offsets, ref.shingle_hash, np.searchsorted(cand, rows), items
-        )
+        doc_sets = _shingles(norm.take(pa.array(cand_rows)), sp)
+        sim = jaccard_between(*doc_sets, *_shingles(texts, sp), row_at, item_at)
     else:
-        sim = estimate_jaccard(sigs[rows], ref.signature[items])
+        sim = estimate_jaccard(sigs[rows], text_signatures(texts, sp)[item_at])
     keep = sim >= p.threshold
     return rows[keep], items[keep], sim[keep]
+
+
+def _shingles(norm: pa.Array, sp: SignParams) -> tuple[I64Array, U64Array]:
+    return shingle_hashes(norm, sp.unit, sp.ngram, sp.char_ngram, sp.seed)
 
 
 def match_schema(id_type: pa.DataType) -> pa.Schema:
