@@ -27,7 +27,6 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -35,33 +34,10 @@ import pyarrow.parquet as pq
 from neardup import columns as C
 from neardup import config
 from neardup.kernels.decon import DeconParams, build_reference, decontaminate_batch, reference_bytes
-from neardup.kernels.sign import SignParams, sign_batch
+from neardup.kernels.sign import sign_batch
+from neardup.stages.sign import sign_params
 from neardup_testkit.synth import CorpusSpec, generate
-
-
-def _best_of(fn: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.thread_time()  # CPU time of this thread: robust to a busy machine
-        fn()
-        best = min(best, time.thread_time() - start)
-    return best
-
-
-def _sign_params() -> SignParams:
-    cfg = config.load()
-    return SignParams(
-        lowercase=cfg.normalize.lowercase,
-        strip_punctuation=cfg.normalize.strip_punctuation,
-        unit=cfg.shingle.unit,
-        ngram=cfg.shingle.ngram,
-        char_ngram=cfg.shingle.char_ngram,
-        num_perm=cfg.minhash.num_perm,
-        seed=cfg.minhash.seed,
-        method=cfg.minhash.method,
-        bands=cfg.bands,
-        rows=cfg.rows,
-    )
+from sign_kernels import _best_of
 
 
 def main() -> None:
@@ -72,7 +48,7 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--e2e-docs", type=int, default=0)
     args = p.parse_args()
-    sp = _sign_params()
+    sp = sign_params(config.load())
     both = DeconParams(sp, ngram=13, threshold=0.8, verify="exact")
     ref_table = generate(
         CorpusSpec(num_docs=args.ref_items, seed=77, mean_chars=args.ref_chars, dup_fraction=0.0)
