@@ -146,7 +146,9 @@ def _add_decontaminate(sub: Any) -> None:
         metavar="PATH",
         help="the evaluation sets: a Parquet or JSON Lines file, or a directory of them",
     )
-    x.add_argument("--reference-format", choices=["parquet", "jsonl"], help="(default: from the path)")
+    x.add_argument(
+        "--reference-format", choices=["parquet", "jsonl"], help="reference format (default: from the path)"
+    )
     x.add_argument("--reference-id-col", help="the reference's id column (default: the input's)")
     x.add_argument("--reference-text-col", help="the reference's text column (default: the input's)")
     x.add_argument(
