@@ -12,6 +12,7 @@ one of kept/, removed/, rejected/, with its columns unchanged.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ import pytest
 
 from neardup import config
 from neardup.decontaminate import run
-from neardup.errors import InputDataError, UsageError
+from neardup.errors import InputDataError, InvariantError, UsageError
+from neardup.stages.decon_check import check_decontaminated
 from neardup_testkit.contamination import (
     NEAR,
     NGRAM,
@@ -37,8 +39,10 @@ from neardup_testkit.reference import jaccard, shingles
 SPEC = PlantSpec(corpus_docs=1500, reference_items=60, edited_copies=15, inserted_runs=15, decoys=15, seed=3)
 
 
-def _write_jsonl(rows: list[dict[str, Any]], path: Path) -> None:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+def _write_jsonl(rows: list[Any], path: Path) -> None:
+    """One JSON object a line; a string row is written as it is (a malformed line)."""
+    lines = [r if isinstance(r, str) else json.dumps(r) for r in rows]
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -214,6 +218,8 @@ def _ref_file(root: Path, name: str, rows: list[dict[str, Any]]) -> Path:
         ([{"id": 1, "text": 5}], [], InputDataError, "text column 'text' has type bigint"),
         ([{"id": 1, "text": "a"}, {"id": 1, "text": "b"}], [], InputDataError, "reference .*repeated"),
         ([{"id": None, "text": "a"}], [], InputDataError, "reference .*null id"),
+        ([{"id": 1.5, "text": "a"}], [], InputDataError, "id column 'id' has type double"),
+        ([{"id": 1, "text": "a"}, "{not json"], [], InputDataError, "1 malformed JSON line"),
         (
             [{"id": 1, "text": "x" * 2000}],
             ["decontaminate.max_reference_bytes=1k"],
@@ -250,3 +256,54 @@ def test_reference_paths_checked(spark: Any, planted: dict[str, Any], tmp_path: 
         _run(spark, corpus, tmp_path / "evals", tmp_path)
     with pytest.raises(UsageError, match=r"reference .* does not exist"):
         _run(spark, corpus, tmp_path / "nope.jsonl", tmp_path / "out")
+    empty = pa.table({"id": pa.array([], pa.string()), "text": pa.array([], pa.string())})
+    pq.write_table(empty, tmp_path / "empty.parquet")
+    with pytest.raises(InputDataError, match=r"reference .*empty\.parquet has no rows"):
+        _run(spark, corpus, tmp_path / "empty.parquet", tmp_path / "out")
+
+
+def _frame(spark: Any, ids: list[int], extra: str = "") -> Any:
+    return spark.createDataFrame([(i,) for i in ids], "id long" + extra)
+
+
+@pytest.mark.parametrize(
+    ("kept", "removed", "rejected", "matches", "problem"),
+    [
+        ([1, 2], [3], [4], [(3, "ngram", None, "w")], None),
+        ([1, 3], [3], [4], [(3, "ngram", None, "w")], "3 distinct ids and 0 rows without one"),
+        ([1], [3], [4], [(3, "ngram", None, "w")], "!= input 4"),
+        ([1, 2], [3], [4], [(2, "ngram", None, "w")], "1 removed documents have no match and 1 matched"),
+        (
+            [1, 2],
+            [3],
+            [4],
+            [(3, "near_duplicate", 0.7, None)],
+            "1 near-duplicate matches below the threshold",
+        ),
+        ([1, 2], [3], [4], [(3, "ngram", None, None)], "0 matches have an unknown reason, 1 n-gram"),
+        ([1, 2], [3], [4], [(3, "exact", None, "w")], "1 matches have an unknown reason"),
+    ],
+)
+def test_the_output_check_fails_on_what_it_must(
+    spark: Any,
+    kept: list[int],
+    removed: list[int],
+    rejected: list[int],
+    matches: list[tuple[Any, ...]],
+    problem: str | None,
+) -> None:
+    match_rows = [(i, "eval-1", reason, sim, gram) for i, reason, sim, gram in matches]
+    frames = [_frame(spark, kept), _frame(spark, removed), _frame(spark, rejected)]
+    m = spark.createDataFrame(
+        match_rows, "id long, reference_id string, reason string, similarity double, ngram string"
+    )
+    if problem is None:
+        assert check_decontaminated(4, "id", *frames, m, 0.8) == {
+            "kept": 2,
+            "removed": 1,
+            "rejected": 1,
+            "matches": 1,
+        }
+        return
+    with pytest.raises(InvariantError, match=re.escape(problem)):
+        check_decontaminated(4, "id", *frames, m, 0.8)
