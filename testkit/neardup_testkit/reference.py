@@ -366,10 +366,10 @@ def guarded_clusters(
     Exact groups (equal non-empty normalized text) are represented by their best member;
     representatives joined by pairs at >= min_jaccard form components; each keeps its
     best member: the smallest `order(id)` (a total order: end it with the id), by default
-    survivor.policy longest (most characters of original text, then smallest id). With `guard`, each
-    removed representative below `guard` against its kept one is split off; the split
-    ones are re-clustered over their own similar pairs, round after round, and after
-    `max_rounds` any still failing is kept alone. Copies take their representative's
+    survivor.policy longest (most characters of original text, then smallest id). With
+    `guard`, each removed representative below `guard` against its kept one is split off;
+    the split ones are re-clustered over their own similar pairs, round after round, and
+    after `max_rounds` any still failing is kept alone. Copies take their representative's
     kept id, and its similarity (1.0 for copies of the kept one); kept ones have None.
     """
     _check_ids(ids, texts)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import warnings
 from pathlib import Path
@@ -160,6 +161,10 @@ def test_priority_settings_from_the_command_line_and_files(tmp_path: Path) -> No
     assert cfg.survivor == config.SurvivorConfig(
         "priority", "score", "source", ("wikipedia", "books", "3"), "quality"
     )
+    # `neardup evaluate` rebuilds the config from report.json: the list comes back the same.
+    shown = json.loads(json.dumps(cfg.to_dict()))
+    assert shown["survivor"]["priority"] == ["wikipedia", "books", "3"]
+    assert config.build({k: v for k, v in shown.items() if k != "spark"}).survivor == cfg.survivor
     # then: earliest needs no column (the smallest id then decides).
     assert (
         config.load(sets=[*PRIORITY, "survivor.priority=[web]", "survivor.then=earliest"]).survivor.column

@@ -37,8 +37,8 @@ def priority_rank(column: str, values: Sequence[str]) -> Column:
     """survivor.priority as `_priority`: the position in `values` of the column's value
     compared as text (so 3 in the list matches an integer column's 3 and a CSV's "3"),
     len(values) for a value not in the list or null. One comparison per listed value, in
-    the JVM: a CASE, which Spark 3.5 and 4 both evaluate alike (array_position takes a
-    column to look for only from 4.0)."""
+    the JVM: a CASE, the same on Spark 3.5 and 4 (pyspark's array_position takes a column
+    to look for only from 4.0; before, a literal)."""
     text = F.col(column).cast("string")
     rank = F.when(text == values[0], 0)
     for i, value in enumerate(values[1:], start=1):
