@@ -25,6 +25,7 @@ GROUP = "_group"  # verification: the edge source a row's text is sent to
 SIG_A = "_sig_a"  # signature verification: the two ends' signatures
 SIG_B = "_sig_b"
 REP = "_rep"  # exact-duplicate representative of a document
+COPIES = "_copies"  # exact copies of a representative (its group's size - 1)
 KEPT_ID = "_kept_id"
 SAMPLE_KEY = "_sample_key"  # tune: the MinHash value that orders documents into the sample
 BYTES = "_bytes"  # tune: UTF-8 bytes of a document's text

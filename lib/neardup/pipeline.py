@@ -55,7 +55,7 @@ from neardup.runtime.stagelog import StageLog
 from neardup.runtime.workdir import WorkDir, fingerprint, input_fingerprint
 from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
-from neardup.stages.exact import group_exact
+from neardup.stages.exact import exact_groups, group_exact
 from neardup.stages.guard import GuardStats, guard_clusters
 from neardup.stages.lsh import candidate_edges
 from neardup.stages.read import (
@@ -71,8 +71,8 @@ from neardup.stages.read import (
 from neardup.stages.report import gather
 from neardup.stages.sample import Sample, draw_sample
 from neardup.stages.sign import sign_documents, sign_params
-from neardup.stages.survivors import assign_members, choose_survivors
-from neardup.stages.verify import verify_pairs
+from neardup.stages.survivors import assign_members, choose_survivors, cluster_sizes
+from neardup.stages.verify import endpoint_texts, verify_pairs
 from neardup.stages.write import write_outputs
 
 log = logging.getLogger("neardup")
@@ -212,10 +212,9 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
         edges = r.stage("verify", count(candidates.rows, "candidates"), _verify, inp, signed, candidates)
         components = r.stage("components", count(edges.rows, "edges"), _components, edges)
         chosen = r.stage("survivors", count(edges.rows, "edges"), _survivors, exact, edges, components)
-        members = count(signed.signed, "documents")
-        assigned = r.stage("guard", members, _guard, inp, signed, exact, edges, chosen)
-        written = f"{assigned.kept:,} kept / {signed.signed - assigned.kept:,} removed"
-        r.stage("write", written, _write, inp, exact, assigned)
+        guarded = r.stage("guard", count(chosen.rows, "clustered"), _guard, inp, signed, exact, edges, chosen)
+        written = f"{guarded.kept:,} kept / {signed.signed - guarded.kept:,} removed"
+        r.stage("write", written, _write, inp, exact, edges, guarded)
         r.stage("check", count(inp.rows, "rows"), _check, inp)
         if cfg.report.html:
             about = f"{count(inp.rows, 'rows')}, {count(edges.rows, 'edges')}"
@@ -356,6 +355,7 @@ def _sign(r: _Run, inp: _Input) -> tuple[_Signed, Counts]:
 @dataclass(frozen=True)
 class _Exact:
     members: DataFrame  # (_id, _rep, _len, _rank): every signed document
+    groups: DataFrame  # (_rep, _copies): the exact groups with copies
     reps: DataFrame  # the signed rows of the exact groups' representatives
     rejected: DataFrame  # (_id, reason)
     copies: int  # exact duplicates (members that are not their group's representative)
@@ -366,19 +366,23 @@ def _exact(r: _Run, signed: _Signed) -> tuple[_Exact, Counts]:
     accepted = signed.frame.filter(F.col(C.REASON).isNull())
     rejected = r.keep(signed.frame.filter(F.col(C.REASON).isNotNull()).select(C.DOC_ID, C.REASON))
     members = r.keep(group_exact(accepted, r.cfg))
+    groups = r.keep(exact_groups(members))
+    total = groups.agg(F.sum(C.COPIES)).first()
+    n_copies = int(total[0] or 0) if total is not None else 0
     copies = members.filter(F.col(C.REP) != F.col(C.DOC_ID)).select(C.DOC_ID)
-    n_copies = copies.count()
     if broadcastable(n_copies):
         copies = F.broadcast(copies)
     # The representatives of exact groups are what LSH bands and verification compare.
     reps = accepted.join(copies, C.DOC_ID, "left_anti")
-    return _Exact(members, reps, rejected, n_copies, signed.rejected), {"exact_duplicates": n_copies}
+    return _Exact(members, groups, reps, rejected, n_copies, signed.rejected), {"exact_duplicates": n_copies}
 
 
 @dataclass(frozen=True)
 class _Edges:
     frame: DataFrame  # (src, dst[, similarity]), read back from _work/
     rows: int
+    # Exact verification: the candidates' ends' (_id, _text), kept for the guard's scoring.
+    texts: DataFrame | None = None
 
 
 def _candidates(r: _Run, inp: _Input, exact: _Exact) -> tuple[_Edges, Counts]:
@@ -391,22 +395,27 @@ def _candidates(r: _Run, inp: _Input, exact: _Exact) -> tuple[_Edges, Counts]:
 
 
 def _verify(r: _Run, inp: _Input, signed: _Signed, candidates: _Edges) -> tuple[_Edges, Counts]:
+    # The group memberships and the ends: at most two per candidate.
+    small = broadcastable(2 * candidates.rows)
+    texts = None
+    if r.cfg.verify.method == "exact":
+        # Kept (lazily: a resumed verify leaves it to the guard to compute, if it scores).
+        texts = r.keep(endpoint_texts(candidates.frame, inp.docs, small))
     edges = r.work.materialize(
         "edges",
         inp.fps.edges,
         lambda: verify_pairs(
             candidates.frame,
             signed.frame,
-            inp.docs,
+            texts if texts is not None else inp.docs,
             inp.params,
             r.cfg.verify.method,
             r.cfg.verify_threshold,
-            # The group memberships: each candidate's two ends.
-            broadcast_ends=broadcastable(2 * candidates.rows),
+            broadcast_ends=small,
         ),
     )
     n = edges.count()
-    return _Edges(edges, n), {"verified_pairs": n}
+    return _Edges(edges, n, texts), {"verified_pairs": n}
 
 
 def _components(r: _Run, edges: _Edges) -> tuple[DataFrame, Counts]:
@@ -420,10 +429,17 @@ def _components(r: _Run, edges: _Edges) -> tuple[DataFrame, Counts]:
     return r.keep(components), counts
 
 
-def _survivors(r: _Run, exact: _Exact, edges: _Edges, components: DataFrame) -> tuple[DataFrame, Counts]:
+@dataclass(frozen=True)
+class _Chosen:
+    frame: DataFrame  # (_id, _kept_id): every representative in a cluster
+    rows: int
+
+
+def _survivors(r: _Run, exact: _Exact, edges: _Edges, components: DataFrame) -> tuple[_Chosen, Counts]:
     # choose_survivors broadcasts the component nodes: at most two per verified edge.
-    chosen = choose_survivors(_reps(exact), components, r.cfg, broadcastable(2 * edges.rows))
-    return r.keep(chosen), {}
+    chosen = r.keep(choose_survivors(_reps(exact), components, r.cfg, broadcastable(2 * edges.rows)))
+    n = chosen.count()
+    return _Chosen(chosen, n), {"clustered": n}
 
 
 def _reps(exact: _Exact) -> DataFrame:
@@ -431,25 +447,31 @@ def _reps(exact: _Exact) -> DataFrame:
 
 
 @dataclass(frozen=True)
-class _Assigned:
-    frame: DataFrame  # (_id, _kept_id, status, _size, similarity): every signed document
-    kept: int
+class _Guarded:
+    frame: DataFrame  # (_id, _kept_id, similarity): every representative in a cluster
+    sizes: DataFrame  # (_kept_id, _size): cluster sizes, members counted
+    kept: int  # documents kept (signed ones)
 
 
 def _guard(
-    r: _Run, inp: _Input, signed: _Signed, exact: _Exact, edges: _Edges, chosen: DataFrame
-) -> tuple[_Assigned, Counts]:
+    r: _Run, inp: _Input, signed: _Signed, exact: _Exact, edges: _Edges, chosen: _Chosen
+) -> tuple[_Guarded, Counts]:
+    """The over-merge guard, on representatives only; cluster sizes are summed from them
+    and the exact groups, so the members are not read here (they join once, in write)."""
     cfg = r.cfg
     small = broadcastable(2 * edges.rows)
     started = time.time()
     stats: GuardStats | None = None
     if cfg.verify.method == "none":  # no similarities to score with
-        guarded = chosen.withColumn(C.SIMILARITY, F.lit(None).cast("double"))
+        guarded = chosen.frame.withColumn(C.SIMILARITY, F.lit(None).cast("double"))
     else:
+        # Every pair the guard scores joins two documents of verified edges, whose texts
+        # exact verification kept.
+        texts = edges.texts if edges.texts is not None else inp.docs
 
         def score(pairs: DataFrame) -> DataFrame:
             # Every pair, whatever its score: threshold 0.
-            return verify_pairs(pairs, signed.frame, inp.docs, inp.params, cfg.verify.method, 0.0, small)
+            return verify_pairs(pairs, signed.frame, texts, inp.params, cfg.verify.method, 0.0, small)
 
         def regroup(own_edges: DataFrame) -> DataFrame:
             found, _ = connected_components(
@@ -461,7 +483,7 @@ def _guard(
             return found
 
         guarded, stats = guard_clusters(
-            chosen,
+            chosen.frame,
             edges.frame,
             score=score,
             choose=lambda comps: choose_survivors(_reps(exact), comps, cfg, small),
@@ -470,17 +492,14 @@ def _guard(
             threshold=cfg.guard_threshold,
             max_rounds=cfg.guard.max_rounds,
         )
-    # What assign_members broadcasts: a row per clustered representative (at most two per
-    # verified edge) and a row per cluster or exact group with removed members.
-    bound = broadcastable(2 * edges.rows + exact.copies)
-    assigned = r.keep(assign_members(exact.members, guarded, bound))
-    after = _cluster_sizes(assigned)
+    sizes = r.keep(cluster_sizes(guarded.select(C.DOC_ID, C.KEPT_ID), exact.groups))
+    after = _size_figures(sizes)
+    kept = signed.signed - after["removed"]
     counts: Counts = {"clusters": after["clusters"], "largest_cluster": after["largest"]}
     if stats is not None:
         before = after["largest"]
         if stats.documents_rehomed:
-            unguarded = chosen.withColumn(C.SIMILARITY, F.lit(None).cast("double"))
-            before = _cluster_sizes(assign_members(exact.members, unguarded, bound))["largest"]
+            before = _size_figures(cluster_sizes(chosen.frame, exact.groups))["largest"]
         counts.update(
             guard_rounds=stats.rounds,
             clusters_split=stats.clusters_split,
@@ -499,33 +518,38 @@ def _guard(
             "largest_cluster_after": after["largest"],
             "seconds": round(time.time() - started, 3),
         }
-    return _Assigned(assigned, after["kept"]), counts
+    return _Guarded(r.keep(guarded), sizes, kept), counts
 
 
-def _cluster_sizes(assigned: DataFrame) -> dict[str, int]:
-    is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
-    sizes = assigned.agg(
-        F.sum((is_kept & (F.col("_size") > 1)).cast("long")).alias("clusters"),
-        F.max("_size").alias("largest"),
-        F.sum(is_kept.cast("long")).alias("kept"),
+def _size_figures(sizes: DataFrame) -> dict[str, int]:
+    """From (_kept_id, _size): clusters with more than one document, the largest, and the
+    documents removed (each cluster's size but its kept one)."""
+    size = F.col("_size")
+    row = sizes.agg(
+        F.sum((size > 1).cast("long")).alias("clusters"),
+        F.max(size).alias("largest"),
+        F.sum(size - 1).alias("removed"),
     ).first()
-    assert sizes is not None
+    assert row is not None
     return {
-        "clusters": int(sizes["clusters"] or 0),
-        "largest": int(sizes["largest"] or 1),
-        "kept": int(sizes["kept"] or 0),
+        "clusters": int(row["clusters"] or 0),
+        "largest": int(row["largest"] or 1),
+        "removed": int(row["removed"] or 0),
     }
 
 
-def _write(r: _Run, inp: _Input, exact: _Exact, assigned: _Assigned) -> tuple[None, Counts]:
+def _write(r: _Run, inp: _Input, exact: _Exact, edges: _Edges, guarded: _Guarded) -> tuple[None, Counts]:
+    # What assign_members broadcasts: a row per clustered representative (at most two per
+    # verified edge) and a row per cluster or exact group with removed members.
+    small = broadcastable(2 * edges.rows + exact.copies)
     write_outputs(
         inp.source,
         r.cfg,
-        assigned.frame,
+        assign_members(exact.members, guarded.frame, guarded.sizes, small),
         exact.rejected,
         {name: r.paths.staged(name) for name in ("clusters", "kept", "rejected")},
         writer_options(inp.batches, r.cfg.input.text_col),
-        broadcast_dropped=broadcastable(inp.rows - assigned.kept),
+        broadcast_dropped=broadcastable(inp.rows - guarded.kept),
         broadcast_rejected=broadcastable(exact.rejected_rows),
         malformed=inp.malformed,
     )
