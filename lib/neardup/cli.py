@@ -50,7 +50,11 @@ def _add_input(p: argparse.ArgumentParser, required: bool) -> None:
 def _add_config(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", action="append", default=[], metavar="FILE", help="YAML overlay; repeatable")
     p.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="config override; repeatable"
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override, the value in YAML (a list: 'survivor.priority=[a, b]'); repeatable",
     )
 
 

@@ -9,6 +9,7 @@ DOC_ID = "_id"  # the input id, input type; the node key of every stage
 TEXT = "_text"  # the input text column, renamed
 LENGTH = "_len"  # characters in the original text (survivor policy "longest")
 RANK = "_rank"  # survivor.column value (policies "earliest" / "quality")
+PRIORITY = "_priority"  # survivor.priority position of the document's value (policy "priority")
 TEXT_HASH = "_thash"  # 128-bit hash of the normalized text, as two int64 columns
 TEXT_HASH_LO = "_thash_lo"
 SIG = "_sig"  # MinHash signature: num_perm little-endian uint32 slots, binary

@@ -15,6 +15,7 @@ import copy
 import dataclasses
 import math
 import warnings
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -27,13 +28,13 @@ from neardup.kernels.bands import bands_for_recall, candidate_probability, optim
 from neardup.kernels.decon import VERIFY_METHODS as DECON_VERIFY
 from neardup.kernels.hashing import UNITS
 from neardup.kernels.minhash import METHODS
+from neardup.kernels.policy import POLICIES, PRIORITY, THEN_POLICIES
 from neardup.runtime.memory import GiB, KiB, parse_size
 
 FORMATS = ("auto", "parquet", "jsonl", "csv", "table")
 MALFORMED = ("fail", "reject")
 VERIFY_METHODS = ("exact", "signature", "none")
 BACKENDS = ("auto", "builtin", "graphframes")
-POLICIES = ("longest", "earliest", "quality")
 REFERENCE_FORMATS = ("auto", "parquet", "jsonl")
 REDACTED = "*** redacted ***"
 # report.html shows each sampled cluster's texts: a bound keeps what the driver collects small.
@@ -172,12 +173,54 @@ class ComponentsConfig:
 @dataclasses.dataclass(frozen=True)
 class SurvivorConfig:
     policy: str = "longest"
-    column: str | None = None
+    column: str | None = None  # earliest / quality read it, as the policy or as survivor.then
+    # priority: the column whose values are ranked, and their order, best first. A column of
+    # its own, not survivor.column: priority with then: quality reads both at once.
+    priority_column: str | None = None
+    priority: tuple[str, ...] = ()
+    then: str = "longest"  # breaks priority's ties (before the smallest id)
 
     def __post_init__(self) -> None:
         _choice("survivor.policy", self.policy, POLICIES)
+        _choice("survivor.then", self.then, THEN_POLICIES)
+        # Values are compared as text (the column's value cast to a string), so YAML
+        # integers are kept as their digits; a list given to dataclasses.replace too.
+        object.__setattr__(self, "priority", _priority_values(self.priority))
         if self.policy == "quality" and not self.column:
             raise UsageError("config key survivor.column is required when survivor.policy is quality")
+        if self.policy != PRIORITY:
+            return
+        if not self.priority_column:
+            raise UsageError(
+                "config key survivor.priority_column is required when survivor.policy is priority"
+            )
+        if not self.priority:
+            raise UsageError(
+                "config key survivor.priority must list at least one value when survivor.policy is priority"
+            )
+        if self.then == "quality" and not self.column:
+            raise UsageError("config key survivor.column is required when survivor.then is quality")
+
+
+def _priority_values(values: Any) -> tuple[str, ...]:
+    """survivor.priority as a tuple of strings: a list of strings or integers, no repeats."""
+    if isinstance(values, str) or not isinstance(values, list | tuple):
+        raise UsageError(
+            f"config key survivor.priority must be a list such as [wikipedia, books, web], not {values!r}"
+        )
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, str | int):
+            raise UsageError(
+                f"config key survivor.priority holds {v!r}: its values must be strings or integers"
+                " (quote dates and decimals)"
+            )
+    out = tuple(str(v) for v in values)
+    repeated = sorted(v for v, n in Counter(out).items() if n > 1)
+    if repeated:
+        raise UsageError(
+            f"config key survivor.priority lists {', '.join(map(repr, repeated))} more than once"
+        )
+    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -288,6 +331,8 @@ class Config:
             )
         if self.survivor.column is not None and self.survivor.column == self.input.text_col:
             raise UsageError("config key survivor.column must not be the text column")
+        if self.survivor.priority_column is not None and self.survivor.priority_column == self.input.text_col:
+            raise UsageError("config key survivor.priority_column must not be the text column")
         ref_id, ref_text = self.decontaminate.reference_columns(self.input)
         if ref_id == ref_text:
             raise UsageError(
@@ -363,6 +408,12 @@ class Config:
             found.append(
                 f"guard.threshold = {self.guard.threshold} is above the verify threshold "
                 f"{self.verify_threshold}: the guard splits off members that verification joined directly"
+            )
+        s = self.survivor
+        if s.policy != PRIORITY and (s.priority_column or s.priority or s.then != "longest"):
+            found.append(
+                "survivor.priority_column, survivor.priority and survivor.then are read only when "
+                f"survivor.policy is priority, and it is {s.policy}"
             )
         dt = self.decontaminate_threshold if self.decontaminate.threshold is not None else None
         if dt is not None and (p := float(candidate_probability(dt, self.bands, self.rows))) < 0.9:

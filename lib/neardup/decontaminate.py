@@ -26,7 +26,7 @@ from neardup import columns as C
 from neardup.config import Config
 from neardup.errors import UsageError
 from neardup.kernels.decon import REASON_NEAR, REASON_NGRAM, REF, DeconParams
-from neardup.pipeline import Result, _Input, _opened, _publish, _read, _Run, broadcastable
+from neardup.pipeline import ReadResult, Result, RunContext, broadcastable, opened_run, publish, read_stage
 from neardup.runtime.fs import FileSystem
 from neardup.runtime.jobgroups import count
 from neardup.runtime.sizing import writer_options
@@ -56,16 +56,16 @@ def run(spark: SparkSession, cfg: Config, input_path: str, reference_path: str, 
     started = time.time()
     _check_reference_path(spark, reference_path, output)
     params = decon_params(cfg)
-    with _opened(spark, cfg, input_path, output) as r:
+    with opened_run(spark, cfg, input_path, output) as r:
         # The reference first: a reference that is too large or malformed stops the run
         # before the corpus is read.
         ref = r.stage("reference", reference_path, _reference, reference_path, params)
-        inp = r.stage("read", input_path, _read)
+        inp = r.stage("read", input_path, read_stage)
         found = r.stage("match", count(inp.rows - inp.malformed_rows, "documents"), _match, inp, ref, params)
         r.stage("write", count(found.removed, "removed"), _write, inp, ref, found)
         r.stage("check", count(inp.rows, "rows"), _check, inp)
     report = _report(r, started, inp, reference_path, ref, params)
-    _publish(r.fs, r.paths, report, {})
+    publish(r.fs, r.paths, report, {})
     return Result(r.paths.output, report)
 
 
@@ -80,7 +80,7 @@ def _check_reference_path(spark: SparkSession, reference: str, output: str) -> N
         raise UsageError(f"output {output} is inside reference {reference}; choose another output path")
 
 
-def _reference(r: _Run, path: str, params: DeconParams) -> tuple[_Loaded, Counts]:
+def _reference(r: RunContext, path: str, params: DeconParams) -> tuple[_Loaded, Counts]:
     ref = load_reference(r.spark, r.cfg, path, params)
     payload = r.spark.sparkContext.broadcast(ref.payload)
     r.settings.callback(_forget, payload)
@@ -113,7 +113,7 @@ class _Found:
     rejected: int
 
 
-def _match(r: _Run, inp: _Input, loaded: _Loaded, params: DeconParams) -> tuple[_Found, Counts]:
+def _match(r: RunContext, inp: ReadResult, loaded: _Loaded, params: DeconParams) -> tuple[_Found, Counts]:
     fp = fingerprint(
         {
             "input": inp.fps.signatures,  # the input files, columns and signing parameters
@@ -139,7 +139,7 @@ def _match(r: _Run, inp: _Input, loaded: _Loaded, params: DeconParams) -> tuple[
     return _Found(found, counts["removed"], counts["rejected"]), counts
 
 
-def _write(r: _Run, inp: _Input, loaded: _Loaded, found: _Found) -> tuple[None, Counts]:
+def _write(r: RunContext, inp: ReadResult, loaded: _Loaded, found: _Found) -> tuple[None, Counts]:
     write_decontaminated(
         inp.source,
         r.cfg,
@@ -157,7 +157,7 @@ def _write(r: _Run, inp: _Input, loaded: _Loaded, found: _Found) -> tuple[None, 
     return None, {}
 
 
-def _check(r: _Run, inp: _Input) -> tuple[None, Counts]:
+def _check(r: RunContext, inp: ReadResult) -> tuple[None, Counts]:
     read = r.spark.read.parquet
     staged = r.paths.staged
     counts = check_decontaminated(
@@ -174,7 +174,7 @@ def _check(r: _Run, inp: _Input) -> tuple[None, Counts]:
 
 
 def _report(
-    r: _Run, started: float, inp: _Input, reference_path: str, loaded: _Loaded, params: DeconParams
+    r: RunContext, started: float, inp: ReadResult, reference_path: str, loaded: _Loaded, params: DeconParams
 ) -> dict[str, Any]:
     c = r.stages.counts
     return {

@@ -162,7 +162,7 @@ def fingerprints(
 
 
 @dataclass
-class _Run:
+class RunContext:
     """One run's context: session, config, paths, the work directory, the stage log, and
     the frames cached along the way (unpersisted at the end)."""
 
@@ -203,8 +203,8 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
     started = time.time()
     check_renderer(cfg)
     summary: Summary | None = None
-    with _opened(spark, cfg, input_path, output) as r:
-        inp = r.stage("read", input_path, _read)
+    with opened_run(spark, cfg, input_path, output) as r:
+        inp = r.stage("read", input_path, read_stage)
         signed = r.stage("sign", count(inp.rows - inp.malformed_rows, "documents"), _sign, inp)
         exact = r.stage("exact", count(signed.signed, "signed"), _exact, signed)
         reps = count(signed.signed - exact.copies, "representatives")
@@ -221,7 +221,7 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
             summary = r.stage("report", about, _gather_report, inp, edges)
     report = _report(r, started, inp)
     files = {"report.html": _render_html(report, summary)} if summary is not None else {}
-    _publish(r.fs, r.paths, report, files)
+    publish(r.fs, r.paths, report, files)
     return Result(r.paths.output, report)
 
 
@@ -247,7 +247,7 @@ def sample(spark: SparkSession, cfg: Config, input_path: str, size: int, max_byt
 
 
 @dataclass(frozen=True)
-class _Input:
+class ReadResult:
     source: DataFrame  # the input rows with an id, every column as read
     docs: DataFrame  # (_id, _text, _rank)
     rows: int  # every input row, malformed lines included
@@ -288,7 +288,7 @@ def open_input(spark: SparkSession, cfg: Config, input_path: str) -> Opened:
     return Opened(inp, row_check, files, profile)
 
 
-def _read(r: _Run) -> tuple[_Input, Counts]:
+def read_stage(r: RunContext) -> tuple[ReadResult, Counts]:
     """Read and check the input, size the batches from it, fingerprint the run."""
     opened = open_input(r.spark, r.cfg, r.input_path)
     inp, row_check = opened.inp, opened.check
@@ -304,7 +304,7 @@ def _read(r: _Run) -> tuple[_Input, Counts]:
     rows = row_check.rows + row_check.malformed
     source = opened.source
     docs = documents(source, r.cfg)
-    read = _Input(source, docs, rows, batches, params, fps, malformed, row_check.malformed)
+    read = ReadResult(source, docs, rows, batches, params, fps, malformed, row_check.malformed)
     counts = {"input": rows, "malformed": row_check.malformed} if row_check.malformed else {"input": rows}
     return read, counts
 
@@ -340,7 +340,7 @@ class _Signed:
     signed: int  # rows with a signature (not rejected)
 
 
-def _sign(r: _Run, inp: _Input) -> tuple[_Signed, Counts]:
+def _sign(r: RunContext, inp: ReadResult) -> tuple[_Signed, Counts]:
     keep_sigs = r.cfg.verify.method == "signature"
     signed = r.work.materialize(
         "signatures", inp.fps.signatures, lambda: sign_documents(inp.docs, inp.params, keep_sigs)
@@ -362,7 +362,7 @@ class _Exact:
     rejected_rows: int
 
 
-def _exact(r: _Run, signed: _Signed) -> tuple[_Exact, Counts]:
+def _exact(r: RunContext, signed: _Signed) -> tuple[_Exact, Counts]:
     accepted = signed.frame.filter(F.col(C.REASON).isNull())
     rejected = r.keep(signed.frame.filter(F.col(C.REASON).isNotNull()).select(C.DOC_ID, C.REASON))
     members = r.keep(group_exact(accepted, r.cfg))
@@ -385,7 +385,7 @@ class _Edges:
     texts: DataFrame | None = None
 
 
-def _candidates(r: _Run, inp: _Input, exact: _Exact) -> tuple[_Edges, Counts]:
+def _candidates(r: RunContext, inp: ReadResult, exact: _Exact) -> tuple[_Edges, Counts]:
     cap = r.cfg.lsh.all_pairs_up_to
     candidates = r.work.materialize(
         "candidates", inp.fps.candidates, lambda: candidate_edges(exact.reps, cap)
@@ -394,7 +394,7 @@ def _candidates(r: _Run, inp: _Input, exact: _Exact) -> tuple[_Edges, Counts]:
     return _Edges(candidates, n), {"candidate_pairs": n}
 
 
-def _verify(r: _Run, inp: _Input, signed: _Signed, candidates: _Edges) -> tuple[_Edges, Counts]:
+def _verify(r: RunContext, inp: ReadResult, signed: _Signed, candidates: _Edges) -> tuple[_Edges, Counts]:
     # The group memberships and the ends: at most two per candidate.
     small = broadcastable(2 * candidates.rows)
     texts = None
@@ -418,7 +418,7 @@ def _verify(r: _Run, inp: _Input, signed: _Signed, candidates: _Edges) -> tuple[
     return _Edges(edges, n, texts), {"verified_pairs": n}
 
 
-def _components(r: _Run, edges: _Edges) -> tuple[DataFrame, Counts]:
+def _components(r: RunContext, edges: _Edges) -> tuple[DataFrame, Counts]:
     components, stats = connected_components(
         edges.frame.select(C.SRC, C.DST),
         backend=r.cfg.components.backend,
@@ -435,7 +435,7 @@ class _Chosen:
     rows: int
 
 
-def _survivors(r: _Run, exact: _Exact, edges: _Edges, components: DataFrame) -> tuple[_Chosen, Counts]:
+def _survivors(r: RunContext, exact: _Exact, edges: _Edges, components: DataFrame) -> tuple[_Chosen, Counts]:
     # choose_survivors broadcasts the component nodes: at most two per verified edge.
     chosen = r.keep(choose_survivors(_reps(exact), components, r.cfg, broadcastable(2 * edges.rows)))
     n = chosen.count()
@@ -454,7 +454,7 @@ class _Guarded:
 
 
 def _guard(
-    r: _Run, inp: _Input, signed: _Signed, exact: _Exact, edges: _Edges, chosen: _Chosen
+    r: RunContext, inp: ReadResult, signed: _Signed, exact: _Exact, edges: _Edges, chosen: _Chosen
 ) -> tuple[_Guarded, Counts]:
     """The over-merge guard, on representatives only; cluster sizes are summed from them
     and the exact groups, so the members are not read here (they join once, in write)."""
@@ -538,7 +538,9 @@ def _size_figures(sizes: DataFrame) -> dict[str, int]:
     }
 
 
-def _write(r: _Run, inp: _Input, exact: _Exact, edges: _Edges, guarded: _Guarded) -> tuple[None, Counts]:
+def _write(
+    r: RunContext, inp: ReadResult, exact: _Exact, edges: _Edges, guarded: _Guarded
+) -> tuple[None, Counts]:
     # What assign_members broadcasts: a row per clustered representative (at most two per
     # verified edge) and a row per cluster or exact group with removed members.
     small = broadcastable(2 * edges.rows + exact.copies)
@@ -556,7 +558,7 @@ def _write(r: _Run, inp: _Input, exact: _Exact, edges: _Edges, guarded: _Guarded
     return None, {}
 
 
-def _check(r: _Run, inp: _Input) -> tuple[None, Counts]:
+def _check(r: RunContext, inp: ReadResult) -> tuple[None, Counts]:
     read = r.spark.read.parquet
     staged = r.paths.staged
     counts = check_outputs(
@@ -570,7 +572,7 @@ def _check(r: _Run, inp: _Input) -> tuple[None, Counts]:
     return None, dict(counts)
 
 
-def _gather_report(r: _Run, inp: _Input, edges: _Edges) -> tuple[Summary, Counts]:
+def _gather_report(r: RunContext, inp: ReadResult, edges: _Edges) -> tuple[Summary, Counts]:
     summary = gather(
         r.spark.read.parquet(r.paths.staged("clusters")),
         edges.frame,
@@ -598,7 +600,7 @@ def _render_html(report: dict[str, Any], summary: Summary) -> bytes:
 
 
 @contextlib.contextmanager
-def _opened(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Iterator[_Run]:
+def opened_run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Iterator[RunContext]:
     """Check the paths, clear what a failed run left (but its finished stages), and yield
     the run's context; its cached frames and session settings are released at the end."""
     paths, fs = _paths(spark, input_path, output, cfg)
@@ -614,7 +616,7 @@ def _opened(spark: SparkSession, cfg: Config, input_path: str, output: str) -> I
     # UI, REST API, event log, the memory benchmark).
     groups = JobGroups(spark.sparkContext, run_id)
     stages = StageLog(groups.start)
-    r = _Run(spark, cfg, input_path, paths, fs, WorkDir(spark, fs, paths.work), stages, run_id)
+    r = RunContext(spark, cfg, input_path, paths, fs, WorkDir(spark, fs, paths.work), stages, run_id)
     try:
         yield r
     finally:
@@ -636,7 +638,7 @@ def _paths(spark: SparkSession, input_path: str, output: str, cfg: Config) -> tu
     return Paths(output=out, staging=f"{out}.neardup-staging"), fs
 
 
-def _report(r: _Run, started: float, inp: _Input) -> dict[str, Any]:
+def _report(r: RunContext, started: float, inp: ReadResult) -> dict[str, Any]:
     cfg, c = r.cfg, r.stages.counts
     return {
         "neardup_version": __version__,
@@ -670,7 +672,7 @@ def _report(r: _Run, started: float, inp: _Input) -> dict[str, Any]:
     }
 
 
-def _publish(fs: FileSystem, paths: Paths, report: dict[str, Any], files: dict[str, bytes]) -> None:
+def publish(fs: FileSystem, paths: Paths, report: dict[str, Any], files: dict[str, bytes]) -> None:
     """Write report.json and `files` (report.html) into staging, move the checked staging
     directory into place; _SUCCESS last."""
     fs.delete(paths.work)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections import defaultdict, deque
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from itertools import chain, combinations
 from typing import Any
 
@@ -357,17 +357,19 @@ def guarded_clusters(
     min_jaccard: float,
     guard: float | None,
     max_rounds: int = 20,
+    order: Callable[[Any], Any] | None = None,
     **shingle_kw: Any,
 ) -> dict[Any, tuple[Any, float | None]]:
-    """id -> (kept id, similarity to it) as docs/design.md defines the job's result with
-    survivor.policy longest, over the exact similar pairs (no LSH), in plain Python.
+    """id -> (kept id, similarity to it) as docs/design.md defines the job's result, over
+    the exact similar pairs (no LSH), in plain Python.
 
     Exact groups (equal non-empty normalized text) are represented by their best member;
     representatives joined by pairs at >= min_jaccard form components; each keeps its
-    best member (most characters of original text, then smallest id). With `guard`, each
-    removed representative below `guard` against its kept one is split off; the split
-    ones are re-clustered over their own similar pairs, round after round, and after
-    `max_rounds` any still failing is kept alone. Copies take their representative's
+    best member: the smallest `order(id)` (a total order: end it with the id), by default
+    survivor.policy longest (most characters of original text, then smallest id). With
+    `guard`, each removed representative below `guard` against its kept one is split off;
+    the split ones are re-clustered over their own similar pairs, round after round, and
+    after `max_rounds` any still failing is kept alone. Copies take their representative's
     kept id, and its similarity (1.0 for copies of the kept one); kept ones have None.
     """
     _check_ids(ids, texts)
@@ -375,7 +377,7 @@ def guarded_clusters(
     length = {i: len(t) for i, t in zip(ids, texts, strict=True)}
 
     def best(members: Iterable[Any]) -> Any:
-        return min(members, key=lambda i: (-length[i], i))
+        return min(members, key=order or (lambda i: (-length[i], i)))
 
     rep: dict[Any, Any] = {}
     groups: dict[str, list[Any]] = defaultdict(list)

@@ -57,7 +57,10 @@ def text_signatures(norm: pa.Array, p: SignParams) -> np.ndarray:
 
 
 def sign_batch(batch: pa.RecordBatch, p: SignParams, keep_signatures: bool) -> pa.RecordBatch:
-    """(_id, _text, _rank) -> (_id, _thash, _thash_lo, reason, _len, _rank, _bands[, _sig]).
+    """(_id, _text, *carried) -> (_id, _thash, _thash_lo, reason, _len, *carried, _bands[, _sig]).
+
+    `carried` are the batch's other columns (the survivor policy's: `_rank`, and
+    `_priority` under priority), passed through unchanged in their order.
 
     `reason` is "null text" or "empty text after normalization" for a row that cannot be
     signed (its `_bands` and `_sig` are null: nothing may band with it), else null.
@@ -65,6 +68,7 @@ def sign_batch(batch: pa.RecordBatch, p: SignParams, keep_signatures: bool) -> p
     would. `_bands` holds `bands` 64-bit keys; `_sig` is num_perm little-endian uint32 slots.
     """
     n = len(batch)
+    carried = [name for name in batch.schema.names if name not in (C.DOC_ID, C.TEXT)]
     text = batch.column(C.TEXT)
     is_null = text.is_null()
     norm = normalized(text, p)
@@ -84,10 +88,10 @@ def sign_batch(batch: pa.RecordBatch, p: SignParams, keep_signatures: bool) -> p
         pa.array(h[:, 1], pa.int64()),
         reason,
         length,
-        batch.column(C.RANK),
+        *(batch.column(name) for name in carried),
         key_col,
     ]
-    names = [C.DOC_ID, C.TEXT_HASH, C.TEXT_HASH_LO, C.REASON, C.LENGTH, C.RANK, C.BAND_KEYS]
+    names = [C.DOC_ID, C.TEXT_HASH, C.TEXT_HASH_LO, C.REASON, C.LENGTH, *carried, C.BAND_KEYS]
     if keep_signatures:
         sig_col = pa.FixedSizeBinaryArray.from_buffers(
             pa.binary(4 * p.num_perm), n, [valid, pa.py_buffer(sigs.astype("<u4", copy=False).tobytes())]

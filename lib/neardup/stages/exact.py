@@ -13,11 +13,13 @@ from pyspark.sql import functions as F
 
 from neardup import columns as C
 from neardup.config import Config
+from neardup.kernels.policy import carried_columns
 from neardup.stages.survivors import survivor_columns
 
 
 def group_exact(hashed: DataFrame, cfg: Config) -> DataFrame:
-    """(_id, _thash, _thash_lo, _len, _rank) of non-empty texts -> (_id, _rep, _len, _rank).
+    """(_id, _thash, _thash_lo, _len, _rank[, _priority]) of non-empty texts ->
+    (_id, _rep, _len, _rank[, _priority]): the policy's columns go on to the survivors.
 
     `_rep` is the id of the group's best document by the survivor policy (its own
     id for a representative). One shuffle, by the 128-bit text hash.
@@ -27,7 +29,7 @@ def group_exact(hashed: DataFrame, cfg: Config) -> DataFrame:
         C.DOC_ID,
         F.first(C.DOC_ID).over(group).alias(C.REP),
         C.LENGTH,
-        C.RANK,
+        *carried_columns(cfg.survivor.policy),
     )
 
 

@@ -27,7 +27,7 @@ from neardup.config import Config, SurvivorConfig
 from neardup.errors import InputDataError, NeardupError, UsageError
 from neardup.kernels.decon import REF, DeconParams, build_reference, reference_bytes
 from neardup.runtime.memory import human, parse_size
-from neardup.stages.read import _ID_TYPES, CORRUPT, Input, check_rows, read_input
+from neardup.stages.read import CORRUPT, ID_TYPES, Input, check_rows, read_input
 from neardup.stages.sample import collect_arrow
 
 REFERENCE_ID = "reference_id"
@@ -77,7 +77,7 @@ def _check_columns(inp: Input, cfg: Config) -> None:
             f"reference {inp.path}: text column {cfg.input.text_col!r} has type "
             f"{text_type.simpleString()}, expected string"
         )
-    if not isinstance(id_type, _ID_TYPES):
+    if not isinstance(id_type, ID_TYPES):
         raise InputDataError(
             f"reference {inp.path}: id column {cfg.input.id_col!r} has type {id_type.simpleString()}; "
             "ids must be integers, strings, decimals, dates or timestamps"

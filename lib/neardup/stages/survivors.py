@@ -9,6 +9,8 @@ of the whole cluster.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -24,14 +26,28 @@ _REP_SIM = "_rep_similarity"
 def survivor_columns(cfg: Config) -> list[Column]:
     """The survivor policy as Spark sort columns, best first, nulls last."""
     out = []
-    for key in survivor_order(cfg.survivor.policy, bool(cfg.survivor.column)):
+    policy = cfg.survivor
+    for key in survivor_order(policy.policy, bool(policy.column), policy.then):
         col = F.col(key.column)
         out.append(col.desc_nulls_last() if key.descending else col.asc_nulls_last())
     return out
 
 
+def priority_rank(column: str, values: Sequence[str]) -> Column:
+    """survivor.priority as `_priority`: the position in `values` of the column's value
+    compared as text (so 3 in the list matches an integer column's 3 and a CSV's "3"),
+    len(values) for a value not in the list or null. One comparison per listed value, in
+    the JVM: a CASE, the same on Spark 3.5 and 4 (pyspark's array_position takes a column
+    to look for only from 4.0; before, a literal)."""
+    text = F.col(column).cast("string")
+    rank = F.when(text == values[0], 0)
+    for i, value in enumerate(values[1:], start=1):
+        rank = rank.when(text == value, i)
+    return rank.otherwise(len(values)).cast("int")
+
+
 def choose_survivors(reps: DataFrame, components: DataFrame, cfg: Config, small: bool = True) -> DataFrame:
-    """reps (_id, _len, _rank): exact-group representatives; components (_id, _component)
+    """reps (_id, _len, _rank[, _priority]): exact-group representatives; components (_id, _component)
     -> (_id, _kept_id) for each component node: the best node of its component by the
     survivor policy. `small`: broadcast the components (never shuffle the reps)."""
     side = F.broadcast(components) if small else components
@@ -111,7 +127,7 @@ def assign_members(members: DataFrame, chosen: DataFrame, sizes: DataFrame, smal
 def select_survivors(
     members: DataFrame, groups: DataFrame, components: DataFrame, cfg: Config, small: bool = True
 ) -> DataFrame:
-    """members (_id, _rep, _len, _rank): every signed document and exact copy; groups
+    """members (_id, _rep, _len, _rank[, _priority]): every signed document and exact copy; groups
     (_rep, _copies): `exact_groups` of members; components (_id, _component):
     representatives that have a verified edge -> (_id, _kept_id, status, _size,
     similarity) with one row per member, before any guard (similarity null but for exact
