@@ -18,9 +18,10 @@ class SortKey(NamedTuple):
     descending: bool
 
 
-def survivor_order(policy: str, has_column: bool) -> list[SortKey]:
+def survivor_order(policy: str, has_column: bool, prefer_index: bool = False) -> list[SortKey]:
     """Best first. longest: most characters; earliest: smallest survivor.column
-    (or smallest id without one); quality: largest survivor.column."""
+    (or smallest id without one); quality: largest survivor.column. `prefer_index`
+    (dedup --against): indexed documents before any of the batch, whatever the policy."""
     if policy == "longest":
         keys = [SortKey(C.LENGTH, True)]
     elif policy == "earliest":
@@ -29,4 +30,7 @@ def survivor_order(policy: str, has_column: bool) -> list[SortKey]:
         keys = [SortKey(C.RANK, True)]
     else:
         raise ValueError(f"unknown survivor policy {policy!r}")
-    return [*keys, SortKey(C.DOC_ID, False)]
+    # An indexed document is never removed, so it leads; it has no policy column (nulls rank
+    # last), so indexed documents order among themselves by id.
+    first = [SortKey(C.FROM_INDEX, True)] if prefer_index else []
+    return [*first, *keys, SortKey(C.DOC_ID, False)]
