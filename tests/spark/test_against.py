@@ -15,6 +15,7 @@ must be exactly those the references predict, each of a kind docs/design.md name
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
@@ -240,8 +242,7 @@ def test_the_index_holds_every_kept_document_and_its_band_keys(runs: Runs, corpu
     assert (p["lsh.bands"], p["lsh.rows"], p["minhash.num_perm"], p["minhash.method"]) == (18, 5, 128, "oph")
     assert all(len(bands) == 18 for bands in by_number.values()) and len(by_number) == len(docs)
     for i in sorted(number_of)[:40]:
-        sh = hashspec.shingles(normalize(corpus.text[i]), "word", 5, 5)
-        sig = hashspec.oph([hashspec.shingle_hash(s, 42) for s in sh], 128, 42)
+        sig = _signature(corpus.text[i])
         want = [k - (1 << 64) if k >= 1 << 63 else k for k in hashspec.band_keys(sig, 18, 5, 42)]
         assert [by_number[number_of[i]][b] for b in range(18)] == want
 
@@ -287,3 +288,76 @@ def test_an_index_of_other_parameters_or_texts_or_ids_is_refused(
     with pytest.raises(InputDataError, match=r"id\(s\) are already in index"):
         indexing.add(spark, cfg, str(runs.a / "kept"), index)
     assert not Path(out).exists()
+
+
+def test_an_index_whose_texts_changed_is_refused(spark: Any, corpus: Corpus, tmp_path: Path) -> None:
+    """Exact verification reads candidates' texts back from the files the index recorded:
+    if one was rewritten or is gone since, the run stops before any work (exit 4)."""
+    texts = tmp_path / "texts"
+    texts.mkdir()
+    pq.write_table(pq.read_table(corpus.root / "A" / "part-0.parquet"), texts / "part-0.parquet")
+    cfg = config.load(sets=SETS)
+    index = str(tmp_path / "index")
+    indexing.build(spark, cfg, str(texts), index, overwrite=False)
+    batch, out = str(corpus.root / "B"), str(tmp_path / "out")
+    stamp = (texts / "part-0.parquet").stat().st_mtime
+    os.utime(texts / "part-0.parquet", (stamp + 60, stamp + 60))
+    with pytest.raises(IndexRefusedError, match=r"part-0\.parquet changed since it was indexed"):
+        run(spark, cfg, batch, out, against=index)
+    (texts / "part-0.parquet").unlink()
+    with pytest.raises(IndexRefusedError, match=r"part-0\.parquet is gone; rebuild the index"):
+        run(spark, cfg, batch, out, against=index)
+    assert not Path(out).exists()
+
+
+def _signature(text: str) -> list[int]:
+    """The default OPH signature, from the hash definitions in plain Python (hashspec)."""
+    sh = hashspec.shingles(normalize(text), "word", 5, 5)
+    return hashspec.oph([hashspec.shingle_hash(s, 42) for s in sh], 128, 42)
+
+
+def test_signature_verification_against_an_index_of_signatures(
+    spark: Any, runs: Runs, refs: References, corpus: Corpus, tmp_path: Path
+) -> None:
+    """An index built for verify.method signature holds the signatures, and a batch is
+    verified against them: every match's similarity is the estimate from the two
+    signatures (recomputed here in plain Python), and the matches are nearly those of
+    exact Jaccard (the estimate is +-0.035 at 0.8, and the chains sit near it)."""
+    cfg = config.load(sets=[*SETS, "verify.method=signature"])
+    index = str(tmp_path / "index")
+    built = indexing.build(spark, cfg, str(runs.a / "kept"), index, overwrite=False)
+    assert built.manifest.signatures and built.sizes["signatures"] > 128 * 4 * built.manifest.documents
+    run(spark, cfg, str(corpus.root / "B"), str(tmp_path / "out"), against=index)
+    rows = [r for r in _clusters(tmp_path / "out") if r["matched_index_id"] is not None]
+    sigs = {i: _signature(corpus.text[i]) for r in rows for i in (r["id"], r["matched_index_id"])}
+    for r in rows:
+        a, b = sigs[r["id"]], sigs[r["matched_index_id"]]
+        estimate = sum(x == y for x, y in zip(a, b, strict=True)) / 128
+        assert r["similarity"] == estimate >= GUARD, r
+    got = {(r["id"], r["matched_index_id"]) for r in rows}
+    want = {(i, k) for i, (k, _) in refs.b.items() if k in refs.indexed}
+    assert len(got & want) >= 0.9 * len(want)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_texts_in_json_lines_or_csv_with_string_ids(spark: Any, fmt: str, tmp_path: Path) -> None:
+    """The texts' location in the other formats (read back with the recorded columns; JSON
+    Lines with the recorded id type, CSV as strings), string ids, the default policy."""
+    table = generate(CorpusSpec(num_docs=500, seed=41, mean_chars=400, dup_fraction=0.6))
+    ids = [f"d-{i}" for i in table["id"].to_pylist()]
+    texts = table["text"].to_pylist()
+    half = len(ids) // 2
+    for name, rows in (("A", slice(0, half)), ("B", slice(half, None))):
+        part = pa.table({"id": ids[rows], "text": texts[rows]})
+        if fmt == "jsonl":
+            (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part.to_pylist()))
+        else:
+            pacsv.write_csv(part, tmp_path / f"{name}.csv")
+    cfg = config.load(sets=["report.html=false"])
+    index = str(tmp_path / "index")
+    built = indexing.build(spark, cfg, str(tmp_path / f"A.{fmt}"), index, overwrite=False)
+    assert (built.manifest.id_type, built.segment.texts.format) == ("string", fmt)
+    run(spark, cfg, str(tmp_path / f"B.{fmt}"), str(tmp_path / "out"), against=index)
+    want = incremental_clusters(ids[half:], texts[half:], ids[:half], texts[:half], THRESHOLD, GUARD)
+    assert _result(tmp_path / "out") == _rounded(want)
+    assert sum(k in set(ids[:half]) for k, _ in want.values()) > 20
