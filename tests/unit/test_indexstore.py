@@ -9,6 +9,7 @@ import dataclasses
 import pytest
 
 from neardup import columns as C
+from neardup import config
 from neardup.errors import IndexRefusedError
 from neardup.kernels.policy import SortKey, survivor_order
 from neardup.kernels.sign import SignParams
@@ -23,19 +24,9 @@ from neardup.runtime.indexstore import (
     index_params,
     probe_keys,
 )
+from neardup.stages.sign import sign_params
 
-PARAMS = SignParams(
-    lowercase=True,
-    strip_punctuation=False,
-    unit="word",
-    ngram=5,
-    char_ngram=5,
-    num_perm=128,
-    seed=42,
-    method="oph",
-    bands=18,
-    rows=5,
-)
+PARAMS = sign_params(config.load())  # the defaults: 18 x 5 bands of 128 OPH slots, seed 42
 # Another valid value of each parameter.
 OTHER = {
     "lowercase": False,
