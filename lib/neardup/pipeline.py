@@ -442,11 +442,13 @@ def _check_index(r: _Run, inp: _Input) -> tuple[None, Counts]:
     return None, {"index_documents": index.manifest.documents, "index_segments": len(index.manifest.segments)}
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Against:
     edges: _Edges  # (src, dst, _index_id) between batch representatives and indexed documents
     nodes: DataFrame  # (_id): the indexed documents among them, the only ones verification reads
     n_nodes: int
+    # Their texts (exact) or signatures (signature), read once for verify and the guard.
+    sources: DataFrame | None = None
 
 
 def _against(r: _Run, inp: _Input, exact: _Exact, n_reps: int) -> tuple[_Against, Counts]:
@@ -496,16 +498,15 @@ def _verify(r: _Run, inp: _Input, signed: _Signed, candidates: _Edges) -> tuple[
 def _sources(r: _Run, inp: _Input, signed: _Signed) -> tuple[DataFrame, DataFrame]:
     """(texts, signed rows) that verification and the guard score from: the batch's, and with
     --against those of the indexed documents among the candidates (and of no other)."""
-    if r.against is None or r.index is None:
+    against, method = r.against, r.cfg.verify.method
+    if against is None or r.index is None or method == "none":
         return inp.docs, signed.frame
-    small = broadcastable(r.against.n_nodes)
-    if r.cfg.verify.method == "exact":
-        theirs = indexed_texts(r.spark, r.index, r.against.nodes, small)
-        return inp.docs.select(C.DOC_ID, C.TEXT).unionByName(theirs), signed.frame
-    if r.cfg.verify.method == "signature":
-        sigs = indexed_signatures(r.spark, r.index, r.against.nodes, small)
-        return inp.docs, signed.frame.select(C.DOC_ID, C.SIG).unionByName(sigs)
-    return inp.docs, signed.frame
+    if against.sources is None:
+        read = indexed_texts if method == "exact" else indexed_signatures
+        against.sources = r.keep(read(r.spark, r.index, against.nodes, broadcastable(against.n_nodes)))
+    if method == "exact":
+        return inp.docs.select(C.DOC_ID, C.TEXT).unionByName(against.sources), signed.frame
+    return inp.docs, signed.frame.select(C.DOC_ID, C.SIG).unionByName(against.sources)
 
 
 def _components(r: _Run, edges: _Edges) -> tuple[DataFrame, Counts]:
@@ -587,7 +588,7 @@ def _guard(
             threshold=cfg.guard_threshold,
             max_rounds=cfg.guard.max_rounds,
             pinned=r.against.nodes if r.against is not None else None,
-            small_pinned=small,
+            small_pinned=r.against is not None and broadcastable(r.against.n_nodes),
         )
     # What assign_members broadcasts: a row per clustered representative (at most two per
     # verified edge) and a row per cluster or exact group with removed members.
