@@ -201,51 +201,30 @@ def main() -> None:
         flush=True,
     )
 
-    alone: list[Measure] = []
-    against: list[Measure] = []
-    logs = work / "eventlog"
+    # Both with the event log on (the same overhead); the --against one's is read below.
+    runs: dict[str, list[Measure]] = {"alone": [], "against": []}
+    logs = {name: work / f"eventlog-{name}" for name in runs}
     for k in range(args.repeat):
-        out = work / "alone"
-        alone.append(
-            neardup(
-                args,
-                "dedup",
-                "--input",
-                str(batch),
-                "--output",
-                str(out),
-                "--overwrite",
-                log=work / f"alone{k}.log",
+        for name, extra in (("alone", ()), ("against", ("--against", str(index)))):
+            shutil.rmtree(logs[name], ignore_errors=True)
+            logs[name].mkdir()
+            events = (
+                "spark.eventLog.enabled=true",
+                f"spark.eventLog.dir={logs[name]}",
+                "spark.eventLog.compress=false",
             )
+            words = ("dedup", "--input", str(batch), "--output", str(work / name), "--overwrite", *extra)
+            runs[name].append(neardup(args, *words, log=work / f"{name}{k}.log", conf=events))
+        print(
+            f"batch alone {runs['alone'][-1].wall:.1f} s, against {runs['against'][-1].wall:.1f} s",
+            flush=True,
         )
-        shutil.rmtree(logs, ignore_errors=True)
-        logs.mkdir()
-        events = (
-            "spark.eventLog.enabled=true",
-            f"spark.eventLog.dir={logs}",
-            "spark.eventLog.compress=false",
-        )
-        against.append(
-            neardup(
-                args,
-                "dedup",
-                "--input",
-                str(batch),
-                "--output",
-                str(work / "against"),
-                "--overwrite",
-                "--against",
-                str(index),
-                log=work / f"against{k}.log",
-                conf=events,
-            )
-        )
-        print(f"batch alone {alone[-1].wall:.1f} s, against the index {against[-1].wall:.1f} s", flush=True)
+    alone, against = runs["alone"], runs["against"]
     a, b = min(alone, key=lambda m: m.wall), min(against, key=lambda m: m.wall)
     report = json.loads((work / "against" / "report.json").read_text())
     alone_report = json.loads((work / "alone" / "report.json").read_text())
-    texts = texts_read(logs, str(indexed))
-    keys = texts_read(logs, str(index / "segments"))
+    texts = texts_read(logs["against"], str(indexed))
+    keys = texts_read(logs["against"], str(index / "segments"))
     c = report["counts"]
     raw = raw_keys + raw_ids
     command = f"python jobs/benchmark.py index --docs {args.docs} --batch {args.batch} --repeat {args.repeat}"
