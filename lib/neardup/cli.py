@@ -1,9 +1,9 @@
-"""The command line: `neardup dedup|tune|evaluate|decontaminate ...` (also
+"""The command line: `neardup dedup|tune|evaluate|decontaminate|index ...` (also
 `python -m neardup`, jobs/dedup.py).
 
 Thin: parse arguments, build the config and the session, call the pipeline, and
 turn failures into one line on stderr with a distinct exit code
-(0 done, 2 usage or config error, 3 input data error, 1 anything else).
+(0 done, 2 usage or config error, 3 input data error, 4 index refused, 1 anything else).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from neardup.errors import InputDataError, NeardupError, UsageError, stage_of
 
 log = logging.getLogger("neardup")
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INPUT = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INPUT, EXIT_INDEX = 0, 1, 2, 3, 4
 # `neardup tune --input` defaults: documents and text bytes of the sample, test level.
 SAMPLE_SIZE, SAMPLE_BYTES, ALPHA = 10_000, "64m", 0.01
 
@@ -80,7 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_config(d)
     d.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    d.add_argument(
+        "--against",
+        metavar="INDEX",
+        help="also deduplicate against this index (neardup index build); indexed documents are never removed",
+    )
     _add_session(d)
+    _add_index_parser(sub)
     t = sub.add_parser(
         "tune",
         help="the bands and rows dedup would use, their S-curve and error areas; "
@@ -161,6 +167,22 @@ def _add_decontaminate(sub: Any) -> None:
     _add_config(x)
     x.add_argument("--overwrite", action="store_true", help="replace an existing output")
     _add_session(x)
+
+
+def _add_index_parser(sub: Any) -> None:
+    i = sub.add_parser("index", help="a persistent index of deduplicated corpora, for dedup --against")
+    actions = i.add_subparsers(dest="index_command", required=True, parser_class=_Parser)
+    for name, what in (
+        ("build", "index a deduplicated corpus (its band keys; its texts stay where they are)"),
+        ("add", "append a batch's kept documents to an index, atomically"),
+    ):
+        a = actions.add_parser(name, help=what)
+        _add_input(a, required=True)
+        a.add_argument("--index", required=True, metavar="PATH", help="the index directory")
+        _add_config(a)
+        if name == "build":
+            a.add_argument("--overwrite", action="store_true", help="replace an existing index")
+        _add_session(a)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -363,8 +385,25 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
         log.info("Spark's own log: %s (kept if the run fails; --debug shows it here)", started.jvm_log)
     for key in started.not_applied:
         log.warning("%s was not applied: the active Spark session cannot change it", key)
-    result = pipeline.run(spark, cfg, args.input, args.output)
+    result = pipeline.run(spark, cfg, args.input, args.output, against=args.against)
     print(summary(result.output, result.report))
+    return EXIT_OK
+
+
+def _index(args: argparse.Namespace, run: _Run) -> int:
+    """`neardup index build|add`: the same config layers as dedup (the band-key parameters
+    must be the ones dedup --against will run with)."""
+    cfg = _load_config(args, _input_overrides(args))
+    spark = _session(args, cfg, run)
+    if run.started.jvm_log is not None:
+        log.info("Spark's own log: %s (kept if the run fails; --debug shows it here)", run.started.jvm_log)
+    from neardup import indexing
+
+    if args.index_command == "build":
+        result = indexing.build(spark, cfg, args.input, args.index, args.overwrite)
+    else:
+        result = indexing.add(spark, cfg, args.input, args.index)
+    print(index_summary(args.input, result))
     return EXIT_OK
 
 
@@ -481,7 +520,13 @@ def _decontaminate(args: argparse.Namespace, run: _Run) -> int:
     return EXIT_OK
 
 
-_COMMANDS = {"dedup": _dedup, "tune": _tune, "evaluate": _evaluate, "decontaminate": _decontaminate}
+_COMMANDS = {
+    "dedup": _dedup,
+    "tune": _tune,
+    "evaluate": _evaluate,
+    "decontaminate": _decontaminate,
+    "index": _index,
+}
 
 
 def _quiet_python_side(spark: Any) -> None:
@@ -511,6 +556,21 @@ def _log_to_stderr(level: int) -> None:
     log.setLevel(level)
 
 
+def index_summary(input_path: str, result: Any) -> str:
+    """The line `index build|add` prints: what was indexed, and the index's size against
+    its band keys' raw size (8 bytes a band and 8 an id per document)."""
+    from neardup.runtime.memory import human
+
+    m, seg = result.manifest, result.segment
+    on_disk = human(sum(result.sizes.values()))
+    return (
+        f"neardup: indexed {seg.documents:,} of {seg.input_rows:,} rows of {input_path} in "
+        f"{result.seconds:.1f} s ({seg.input_rows - seg.documents:,} had no text to sign). "
+        f"Index {result.path}, version {m.version}: {m.documents:,} documents in {len(m.segments)} "
+        f"segment(s), {on_disk} on disk; its band keys' raw size is {human(result.raw_key_bytes)}."
+    )
+
+
 def summary(output: str, report: dict[str, Any]) -> str:
     c = report["counts"]
     secs = report["seconds"]["total"]
@@ -521,7 +581,9 @@ def summary(output: str, report: dict[str, Any]) -> str:
         f"neardup: {n:,} documents in {secs:.1f} s ({rate:,.0f} docs/s). "
         f"Kept {c['kept']:,} ({c['unique']:,} unique, {c['clusters']:,} clusters of duplicates, "
         f"the largest {c['largest_cluster']:,}); removed {c['near_duplicates']:,} near and "
-        f"{c['exact_duplicates']:,} exact duplicates; rejected {c['rejected']:,}"
+        f"{c['exact_duplicates']:,} exact duplicates"
+        f"{f' ({m:,} of them in favour of indexed documents)' if (m := c.get('matched_index')) else ''}; "
+        f"rejected {c['rejected']:,}"
         f"{f' ({m:,} malformed lines)' if (m := c.get('malformed')) else ''}. "
         f"Candidates {c['candidate_pairs']:,}, verified {c['verified_pairs']:,}.\n"
         f"Outputs in {output}: kept/ (the deduplicated corpus), clusters/ (every input id "

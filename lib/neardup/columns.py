@@ -29,6 +29,11 @@ COPIES = "_copies"  # exact copies of a representative (its group's size - 1)
 KEPT_ID = "_kept_id"
 SAMPLE_KEY = "_sample_key"  # tune: the MinHash value that orders documents into the sample
 BYTES = "_bytes"  # tune: UTF-8 bytes of a document's text
+FROM_INDEX = "_from_index"  # dedup --against: a node is an indexed document (kept before any other)
+DOC_NO = "_n"  # the index: a document's number within its segment (band-key rows point to it)
+SEGMENT = "_seg"  # the index: a segment's position in the manifest
+BAND = "band"  # the index: the partition column of band-key files (band=0, band=1, ...)
+INDEX_ID = "_index_id"  # dedup --against: the indexed end of a candidate edge
 
 # Outputs (the contract)
 ID = "id"
@@ -36,6 +41,7 @@ CLUSTER_ID = "cluster_id"
 KEPT = "kept"
 STATUS = "status"
 REASON = "reason"
+MATCHED_INDEX_ID = "matched_index_id"  # dedup --against: the indexed document a removed row matched
 
 STATUS_UNIQUE = "unique"
 STATUS_KEPT = "kept"

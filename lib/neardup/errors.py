@@ -23,6 +23,13 @@ class InputDataError(NeardupError):
     exit_code = 3
 
 
+class IndexRefusedError(NeardupError):
+    """The index cannot serve this run: built with other parameters or another neardup's
+    hashing, ids of another type, or its texts changed since they were indexed (exit 4)."""
+
+    exit_code = 4
+
+
 class InvariantError(NeardupError):
     """The job's own end-of-run checks failed; nothing was published (exit 1)."""
 

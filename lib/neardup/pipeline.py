@@ -5,6 +5,12 @@
          -> survivors -> over-merge guard -> write -> check
          -> report (figures for report.html) -> publish
 
+With `against` (dedup --against INDEX), an `index` stage after read checks the batch's ids
+against the index's, an `against` stage after the candidates adds candidates between the
+batch and the indexed documents, and verification, components, survivors (indexed documents
+first) and the guard (indexed documents never removed) take them in; the outputs hold the
+batch's rows only (stages/against.py, runtime/indexstore.py).
+
 Each stage is one call that returns its result and its counts; the Spark work lives in
 `neardup.stages`, the math in `neardup.kernels`. Everything is written under a staging
 directory beside the output (`<output>.neardup-staging`) and moved into place only after
@@ -40,6 +46,7 @@ from neardup.kernels.bands import s_curve
 from neardup.kernels.sign import SignParams
 from neardup.report.summary import Summary
 from neardup.runtime.fs import FileSystem
+from neardup.runtime.indexstore import check_id_type
 from neardup.runtime.jobgroups import JobGroups, count
 from neardup.runtime.memory import BatchSizes, human, slot_share
 from neardup.runtime.session import heap_and_slots
@@ -53,11 +60,20 @@ from neardup.runtime.sizing import (
 )
 from neardup.runtime.stagelog import StageLog
 from neardup.runtime.workdir import WorkDir, fingerprint, input_fingerprint
+from neardup.stages.against import (
+    OpenIndex,
+    cross_edges,
+    indexed_signatures,
+    indexed_texts,
+    open_index,
+    refuse_indexed_ids,
+    shared_index_rows,
+)
 from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
 from neardup.stages.exact import exact_groups, group_exact
 from neardup.stages.guard import GuardStats, guard_clusters
-from neardup.stages.lsh import candidate_edges
+from neardup.stages.lsh import band_rows, candidate_edges
 from neardup.stages.read import (
     CORRUPT,
     Input,
@@ -132,10 +148,15 @@ class Fingerprints:
     signatures: str
     candidates: str
     edges: str
+    against: str | None = None  # dedup --against: the candidates between batch and index
 
 
 def fingerprints(
-    cfg: Config, params: SignParams, input_files: list[tuple[str, int, int]], table: str | None
+    cfg: Config,
+    params: SignParams,
+    input_files: list[tuple[str, int, int]],
+    table: str | None,
+    index: dict[str, Any] | None = None,
 ) -> Fingerprints:
     """Digests of every parameter that affects each reusable stage, chained so that a
     change upstream changes everything downstream.
@@ -145,6 +166,8 @@ def fingerprints(
     verification), and the survivor policy (signatures carry its column, and candidates
     are drawn between exact groups' representatives, which the policy picks).
     candidates: + lsh.all_pairs_up_to. edges: + the verification method and threshold.
+    With `index` (dedup --against: the index's path, build id and version), against:
+    candidates + the index, and edges + the index too.
     """
     sign = fingerprint(
         {
@@ -157,8 +180,11 @@ def fingerprints(
         }
     )
     candidates = fingerprint({"sign": sign, "all_pairs_up_to": cfg.lsh.all_pairs_up_to})
-    edges = fingerprint({"candidates": candidates, "verify": asdict(cfg.verify), "t": cfg.verify_threshold})
-    return Fingerprints(sign, candidates, edges)
+    verified = {"candidates": candidates, "verify": asdict(cfg.verify), "t": cfg.verify_threshold}
+    if index is None:
+        return Fingerprints(sign, candidates, fingerprint(verified))
+    against = fingerprint({"candidates": candidates, "index": index})
+    return Fingerprints(sign, candidates, fingerprint({**verified, "against": against}), against)
 
 
 @dataclass
@@ -177,6 +203,8 @@ class RunContext:
     settings: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     cached: list[DataFrame] = field(default_factory=list)
     guard: dict[str, Any] | None = None  # the guard's figures, for report.json
+    index: OpenIndex | None = None  # dedup --against
+    against: _Against | None = None  # what the against stage found
 
     def stage(self, name: str, about: str, fn: Callable[..., tuple[T, Counts]], *args: Any) -> T:
         """Run one stage: time it, log and keep its counts, return its result. `about` is
@@ -198,18 +226,29 @@ class RunContext:
                 df.unpersist()
 
 
-def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Result:
-    """Run the whole job; returns the report also written to report.json."""
+def run(spark: SparkSession, cfg: Config, input_path: str, output: str, against: str | None = None) -> Result:
+    """Run the whole job; returns the report also written to report.json. `against`: an
+    index (neardup index build) to deduplicate the input against as well."""
     started = time.time()
     check_renderer(cfg)
     summary: Summary | None = None
+    # An index built with other parameters is refused before any work.
+    index = open_index(spark, against, sign_params(cfg), cfg.verify.method) if against else None
     with opened_run(spark, cfg, input_path, output) as r:
+        r.index = index
         inp = r.stage("read", input_path, read_stage)
+        if index is not None:
+            r.stage("index", index.shown, _check_index, inp)
         signed = r.stage("sign", count(inp.rows - inp.malformed_rows, "documents"), _sign, inp)
         exact = r.stage("exact", count(signed.signed, "signed"), _exact, signed)
         reps = count(signed.signed - exact.copies, "representatives")
         candidates = r.stage("candidates", reps, _candidates, inp, exact)
-        edges = r.stage("verify", count(candidates.rows, "candidates"), _verify, inp, signed, candidates)
+        if index is not None:
+            indexed = count(index.manifest.documents, "indexed")
+            n_reps = signed.signed - exact.copies
+            r.against = r.stage("against", f"{reps} x {indexed}", _against, inp, exact, n_reps)
+        pairs = candidates.rows + (r.against.edges.rows if r.against else 0)
+        edges = r.stage("verify", count(pairs, "candidates"), _verify, inp, signed, candidates)
         components = r.stage("components", count(edges.rows, "edges"), _components, edges)
         chosen = r.stage("survivors", count(edges.rows, "edges"), _survivors, exact, edges, components)
         guarded = r.stage("guard", count(chosen.rows, "clustered"), _guard, inp, signed, exact, edges, chosen)
@@ -300,7 +339,8 @@ def read_stage(r: RunContext) -> tuple[ReadResult, Counts]:
         malformed = r.keep(malformed_lines(r.spark, inp.df))
     params = sign_params(r.cfg)
     table = r.input_path if inp.format == "table" else None
-    fps = fingerprints(r.cfg, params, input_fingerprint(r.spark, opened.files), table)
+    index = r.index.manifest.digest(r.index.store.path) if r.index is not None else None
+    fps = fingerprints(r.cfg, params, input_fingerprint(r.spark, opened.files), table, index)
     rows = row_check.rows + row_check.malformed
     source = opened.source
     docs = documents(source, r.cfg)
@@ -394,20 +434,66 @@ def _candidates(r: RunContext, inp: ReadResult, exact: _Exact) -> tuple[_Edges, 
     return _Edges(candidates, n), {"candidate_pairs": n}
 
 
+def _check_index(r: RunContext, inp: ReadResult) -> tuple[None, Counts]:
+    """The batch's ids against the index's: of the same type, and none of them indexed
+    already (an indexed document is never deduplicated again, and ids name one document)."""
+    index = r.index
+    assert index is not None
+    id_type = next(f.dataType for f in inp.docs.schema.fields if f.name == C.DOC_ID)
+    check_id_type(index.manifest, id_type.simpleString(), index.shown, f"input {r.input_path}")
+    ours = inp.docs.select(C.DOC_ID)
+    refuse_indexed_ids(index.docs, ours, broadcastable(inp.rows), r.input_path, index.shown)
+    return None, {"index_documents": index.manifest.documents, "index_segments": len(index.manifest.segments)}
+
+
+@dataclass
+class _Against:
+    edges: _Edges  # (src, dst, _index_id) between batch representatives and indexed documents
+    nodes: DataFrame  # (_id): the indexed documents among them, the only ones verification reads
+    n_nodes: int
+    # Their texts (exact) or signatures (signature), read once for verify and the guard.
+    sources: DataFrame | None = None
+
+
+def _against(r: RunContext, inp: ReadResult, exact: _Exact, n_reps: int) -> tuple[_Against, Counts]:
+    """Candidates between the batch's representatives and the indexed documents."""
+    index = r.index
+    assert index is not None and inp.fps.against is not None
+    rows = band_rows(exact.reps)
+
+    def build() -> DataFrame:
+        # The batch's band rows are broadcast to the scan of the index's (one per band).
+        shared = r.keep(shared_index_rows(index.keys, rows, broadcastable(n_reps * r.cfg.bands)))
+        n_shared = shared.count()
+        return cross_edges(shared, index.docs, rows, r.cfg.lsh.all_pairs_up_to, broadcastable(n_shared))
+
+    edges = r.work.materialize("against", inp.fps.against, build)
+    n = edges.count()
+    nodes = r.keep(edges.select(F.col(C.INDEX_ID).alias(C.DOC_ID)).distinct())
+    n_nodes = nodes.count()
+    counts = {"index_candidate_pairs": n, "index_candidates": n_nodes}
+    return _Against(_Edges(edges, n), nodes, n_nodes), counts
+
+
 def _verify(r: RunContext, inp: ReadResult, signed: _Signed, candidates: _Edges) -> tuple[_Edges, Counts]:
+    pairs, n = candidates.frame, candidates.rows
+    if r.against is not None:
+        pairs = pairs.unionByName(r.against.edges.frame.select(C.SRC, C.DST))
+        n += r.against.edges.rows
+    docs, sigs = _sources(r, inp, signed)
     # The group memberships and the ends: at most two per candidate.
-    small = broadcastable(2 * candidates.rows)
+    small = broadcastable(2 * n)
     texts = None
     if r.cfg.verify.method == "exact":
         # Kept (lazily: a resumed verify leaves it to the guard to compute, if it scores).
-        texts = r.keep(endpoint_texts(candidates.frame, inp.docs, small))
+        texts = r.keep(endpoint_texts(pairs, docs, small))
     edges = r.work.materialize(
         "edges",
         inp.fps.edges,
         lambda: verify_pairs(
-            candidates.frame,
-            signed.frame,
-            texts if texts is not None else inp.docs,
+            pairs,
+            sigs,
+            texts if texts is not None else docs,
             inp.params,
             r.cfg.verify.method,
             r.cfg.verify_threshold,
@@ -416,6 +502,20 @@ def _verify(r: RunContext, inp: ReadResult, signed: _Signed, candidates: _Edges)
     )
     n = edges.count()
     return _Edges(edges, n, texts), {"verified_pairs": n}
+
+
+def _sources(r: RunContext, inp: ReadResult, signed: _Signed) -> tuple[DataFrame, DataFrame]:
+    """(texts, signed rows) that verification and the guard score from: the batch's, and with
+    --against those of the indexed documents among the candidates (and of no other)."""
+    against, method = r.against, r.cfg.verify.method
+    if against is None or r.index is None or method == "none":
+        return inp.docs, signed.frame
+    if against.sources is None:
+        read = indexed_texts if method == "exact" else indexed_signatures
+        against.sources = r.keep(read(r.spark, r.index, against.nodes, broadcastable(against.n_nodes)))
+    if method == "exact":
+        return inp.docs.select(C.DOC_ID, C.TEXT).unionByName(against.sources), signed.frame
+    return inp.docs, signed.frame.select(C.DOC_ID, C.SIG).unionByName(against.sources)
 
 
 def _components(r: RunContext, edges: _Edges) -> tuple[DataFrame, Counts]:
@@ -437,13 +537,28 @@ class _Chosen:
 
 def _survivors(r: RunContext, exact: _Exact, edges: _Edges, components: DataFrame) -> tuple[_Chosen, Counts]:
     # choose_survivors broadcasts the component nodes: at most two per verified edge.
-    chosen = r.keep(choose_survivors(_reps(exact), components, r.cfg, broadcastable(2 * edges.rows)))
+    small = broadcastable(2 * edges.rows)
+    chosen = r.keep(choose_survivors(_reps(r, exact), components, r.cfg, small, r.against is not None))
     n = chosen.count()
     return _Chosen(chosen, n), {"clustered": n}
 
 
-def _reps(exact: _Exact) -> DataFrame:
-    return exact.members.filter(F.col(C.REP) == F.col(C.DOC_ID))
+def _reps(r: RunContext, exact: _Exact) -> DataFrame:
+    """The nodes a survivor is chosen among: the exact groups' representatives, and with
+    --against the indexed documents among the candidates (`_from_index`, which leads the
+    survivor order; they have no length or policy column)."""
+    reps = exact.members.filter(F.col(C.REP) == F.col(C.DOC_ID))
+    if r.against is None:
+        return reps
+    types = {f.name: f.dataType for f in reps.schema.fields}
+    # Every policy column null (ranked last), whatever the policy carries.
+    indexed = r.against.nodes.select(
+        C.DOC_ID,
+        F.col(C.DOC_ID).alias(C.REP),
+        *[F.lit(None).cast(t).alias(name) for name, t in types.items() if name not in (C.DOC_ID, C.REP)],
+        F.lit(True).alias(C.FROM_INDEX),
+    )
+    return reps.withColumn(C.FROM_INDEX, F.lit(False)).unionByName(indexed)
 
 
 @dataclass(frozen=True)
@@ -462,16 +577,19 @@ def _guard(
     small = broadcastable(2 * edges.rows)
     started = time.time()
     stats: GuardStats | None = None
-    if cfg.verify.method == "none":  # no similarities to score with
+    prefer = r.against is not None
+    # No similarities to score with; but indexed documents, never removed, still need the rounds.
+    if cfg.verify.method == "none" and not prefer:
         guarded = chosen.frame.withColumn(C.SIMILARITY, F.lit(None).cast("double"))
     else:
+        docs, sigs = _sources(r, inp, signed)
         # Every pair the guard scores joins two documents of verified edges, whose texts
         # exact verification kept.
-        texts = edges.texts if edges.texts is not None else inp.docs
+        texts = edges.texts if edges.texts is not None else docs
 
         def score(pairs: DataFrame) -> DataFrame:
             # Every pair, whatever its score: threshold 0.
-            return verify_pairs(pairs, signed.frame, texts, inp.params, cfg.verify.method, 0.0, small)
+            return verify_pairs(pairs, sigs, texts, inp.params, cfg.verify.method, 0.0, small)
 
         def regroup(own_edges: DataFrame) -> DataFrame:
             found, _ = connected_components(
@@ -486,11 +604,13 @@ def _guard(
             chosen.frame,
             edges.frame,
             score=score,
-            choose=lambda comps: choose_survivors(_reps(exact), comps, cfg, small),
+            choose=lambda comps: choose_survivors(_reps(r, exact), comps, cfg, small, prefer),
             components=regroup,
             keep=r.keep,
             threshold=cfg.guard_threshold,
             max_rounds=cfg.guard.max_rounds,
+            pinned=r.against.nodes if r.against is not None else None,
+            small_pinned=r.against is not None and broadcastable(r.against.n_nodes),
         )
     sizes = r.keep(cluster_sizes(guarded.select(C.DOC_ID, C.KEPT_ID), exact.groups))
     after = _size_figures(sizes)
@@ -554,6 +674,8 @@ def _write(
         broadcast_dropped=broadcastable(inp.rows - guarded.kept),
         broadcast_rejected=broadcastable(exact.rejected_rows),
         malformed=inp.malformed,
+        matched=r.against.nodes if r.against is not None else None,
+        broadcast_matched=r.against is not None and broadcastable(r.against.n_nodes),
     )
     return None, {}
 
@@ -568,6 +690,7 @@ def _check(r: RunContext, inp: ReadResult) -> tuple[None, Counts]:
         read(staged("rejected")),
         inp.malformed_rows,
         r.cfg.guard_threshold,
+        index_ids=r.index.docs.select(C.DOC_ID) if r.index is not None else None,
     )
     return None, dict(counts)
 
@@ -661,6 +784,7 @@ def _report(r: RunContext, started: float, inp: ReadResult) -> dict[str, Any]:
                 "near_duplicates",
                 "unique",
                 "kept",
+                "matched_index",
             )
         },
         "components": {"backend": c.get("components_backend"), "iterations": c.get("components_iterations")},
@@ -669,6 +793,23 @@ def _report(r: RunContext, started: float, inp: ReadResult) -> dict[str, Any]:
         "guard": r.guard or {"enabled": False, "reason": "verify.method none keeps no similarities"},
         "memory": asdict(inp.batches),
         "resumed_stages": r.work.resumed,
+        **({"index": _index_report(r)} if r.index is not None else {}),
+    }
+
+
+def _index_report(r: RunContext) -> dict[str, Any]:
+    """What report.json says of the index a --against run used."""
+    assert r.index is not None
+    m, c = r.index.manifest, r.stages.counts
+    return {
+        "path": r.index.store.path,
+        "version": m.version,
+        "build_id": m.build_id,
+        "documents": m.documents,
+        "segments": len(m.segments),
+        "candidate_pairs": c.get("index_candidate_pairs"),
+        "candidate_documents": c.get("index_candidates"),
+        "matched": c.get("matched_index"),
     }
 
 

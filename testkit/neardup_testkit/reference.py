@@ -357,7 +357,7 @@ def guarded_clusters(
     min_jaccard: float,
     guard: float | None,
     max_rounds: int = 20,
-    order: Callable[[Any], Any] | None = None,
+    rank: Callable[[Any], Any] | None = None,
     **shingle_kw: Any,
 ) -> dict[Any, tuple[Any, float | None]]:
     """id -> (kept id, similarity to it) as docs/design.md defines the job's result, over
@@ -365,20 +365,77 @@ def guarded_clusters(
 
     Exact groups (equal non-empty normalized text) are represented by their best member;
     representatives joined by pairs at >= min_jaccard form components; each keeps its
-    best member: the smallest `order(id)` (a total order: end it with the id), by default
-    survivor.policy longest (most characters of original text, then smallest id). With
-    `guard`, each removed representative below `guard` against its kept one is split off;
-    the split ones are re-clustered over their own similar pairs, round after round, and
-    after `max_rounds` any still failing is kept alone. Copies take their representative's
-    kept id, and its similarity (1.0 for copies of the kept one); kept ones have None.
+    best member. Best: the smallest `rank(id)`; by default survivor.policy longest (most
+    characters of original text, then smallest id). With `guard`, each removed
+    representative below `guard` against its kept one is split off; the split ones are
+    re-clustered over their own similar pairs, round after round, and after `max_rounds`
+    any still failing is kept alone. Copies take their representative's kept id, and its
+    similarity (1.0 for copies of the kept one); kept ones have None.
     """
     _check_ids(ids, texts)
     norm_kw = {k: v for k, v in shingle_kw.items() if k in ("lowercase", "strip_punctuation")}
     length = {i: len(t) for i, t in zip(ids, texts, strict=True)}
+    order = rank or (lambda i: (-length[i], i))
+    rep = _exact_representatives(ids, texts, order, norm_kw)
+    reps = sorted(set(rep.values()))
+    text_of = dict(zip(ids, texts, strict=True))
+    sets = {r: shingles(text_of[r], **shingle_kw) for r in reps}
+    edges = similar_pairs(reps, [text_of[r] for r in reps], min_jaccard, **shingle_kw)
+    result = _guard_rounds(reps, list(edges), sets, order, guard, max_rounds, frozenset())
+    return _with_copies(ids, rep, result)
 
-    def best(members: Iterable[Any]) -> Any:
-        return min(members, key=order or (lambda i: (-length[i], i)))
 
+def incremental_clusters(
+    batch_ids: Sequence[Any],
+    batch_texts: Sequence[str],
+    index_ids: Sequence[Any],
+    index_texts: Sequence[str],
+    min_jaccard: float,
+    guard: float | None,
+    max_rounds: int = 20,
+    rank: Callable[[Any], Any] | None = None,
+    **shingle_kw: Any,
+) -> dict[Any, tuple[Any, float | None]]:
+    """batch id -> (kept id, similarity to it) as docs/design.md defines `dedup --against`:
+    the batch deduplicated within itself and against indexed documents, in plain Python.
+
+    As `guarded_clusters` over the batch's exact groups' representatives and the indexed
+    documents, with three differences: pairs of two indexed documents are not edges (the
+    index keeps no texts to compare them by, and they are already deduplicated); indexed
+    documents come first in every cluster (then by id: they have no policy column), before
+    the batch's best by `rank` (default: longest); and an indexed document is never removed:
+    one that is not its cluster's kept document is split off like a document below the guard,
+    and re-clustered with them (also with the guard off).
+    """
+    _check_ids(batch_ids, batch_texts)
+    _check_ids(index_ids, index_texts)
+    norm_kw = {k: v for k, v in shingle_kw.items() if k in ("lowercase", "strip_punctuation")}
+    length = {i: len(t) for i, t in zip(batch_ids, batch_texts, strict=True)}
+    batch_order = rank or (lambda i: (-length[i], i))
+    indexed = frozenset(index_ids)
+    if indexed & set(batch_ids):
+        raise ValueError("batch and index ids must differ")
+
+    def order(i: Any) -> tuple[int, Any]:
+        return (0, i) if i in indexed else (1, batch_order(i))
+
+    rep = _exact_representatives(batch_ids, batch_texts, batch_order, norm_kw)
+    text_of = {
+        **dict(zip(batch_ids, batch_texts, strict=True)),
+        **dict(zip(index_ids, index_texts, strict=True)),
+    }
+    nodes = sorted(set(rep.values())) + sorted(indexed)
+    sets = {n: shingles(text_of[n], **shingle_kw) for n in nodes}
+    pairs = similar_pairs(nodes, [text_of[n] for n in nodes], min_jaccard, **shingle_kw)
+    edges = [(a, b) for a, b in pairs if not (a in indexed and b in indexed)]
+    result = _guard_rounds(nodes, edges, sets, order, guard, max_rounds, indexed)
+    return _with_copies(batch_ids, rep, result)
+
+
+def _exact_representatives(
+    ids: Sequence[Any], texts: Sequence[str], order: Callable[[Any], Any], norm_kw: Mapping[str, Any]
+) -> dict[Any, Any]:
+    """id -> the best member (smallest `order`) of its exact group; itself if its text is empty."""
     rep: dict[Any, Any] = {}
     groups: dict[str, list[Any]] = defaultdict(list)
     for i, t in zip(ids, texts, strict=True):
@@ -388,34 +445,45 @@ def guarded_clusters(
         else:
             rep[i] = i
     for members in groups.values():
+        best = min(members, key=order)
         for m in members:
-            rep[m] = best(members)
-    reps = sorted({r for r in rep.values()})
-    text_of = dict(zip(ids, texts, strict=True))
-    sets = {r: shingles(text_of[r], **shingle_kw) for r in reps}
-    edges = similar_pairs(reps, [text_of[r] for r in reps], min_jaccard, **shingle_kw)
+            rep[m] = best
+    return rep
+
+
+def _guard_rounds(
+    nodes: Sequence[Any],
+    edges: Sequence[Pair],
+    sets: Mapping[Any, frozenset[Shingle]],
+    order: Callable[[Any], Any],
+    guard: float | None,
+    max_rounds: int,
+    pinned: frozenset[Any],
+) -> dict[Any, tuple[Any, float | None]]:
+    """node -> (kept node, similarity): components of `edges`, the best node (smallest
+    `order`) kept in each; members below `guard` against it, and `pinned` members (never
+    removed), re-clustered among themselves round after round."""
     adjacency: dict[Any, set[Any]] = defaultdict(set)
     for a, b in edges:
         adjacency[a].add(b)
         adjacency[b].add(a)
-
     result: dict[Any, tuple[Any, float | None]] = {}
-    pending = [c for c in _groups(bfs_components(reps, edges)) if len(c) > 1]
-    for r in reps:
-        if not adjacency[r]:
-            result[r] = (r, None)
+    pending = [c for c in _groups(bfs_components(nodes, edges)) if len(c) > 1]
+    for n in nodes:
+        if not adjacency[n]:
+            result[n] = (n, None)
     rounds = 0
     while pending:
         rounds += 1
         failing: list[Any] = []
         for cluster in pending:
-            kept = best(cluster)
+            kept = min(cluster, key=order)
             result[kept] = (kept, None)
             for m in cluster:
                 if m == kept:
                     continue
                 s = jaccard(sets[m], sets[kept])
-                if guard is None or s >= guard:
+                if m not in pinned and (guard is None or s >= guard):
                     result[m] = (kept, s)
                 else:
                     failing.append(m)
@@ -432,6 +500,13 @@ def guarded_clusters(
         for c in regrouped:
             if len(c) == 1:
                 result[c[0]] = (c[0], None)
+    return result
+
+
+def _with_copies(
+    ids: Sequence[Any], rep: Mapping[Any, Any], result: Mapping[Any, tuple[Any, float | None]]
+) -> dict[Any, tuple[Any, float | None]]:
+    """Every id: its representative's kept id and similarity; 1.0 for a copy of the kept one."""
     out: dict[Any, tuple[Any, float | None]] = {}
     for i in ids:
         kept, similarity = result[rep[i]]

@@ -11,6 +11,7 @@ from frames import assert_frames_equal
 from neardup import columns as C
 from neardup import config
 from neardup.errors import InvariantError
+from neardup.stages.against import cross_edges
 from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
 from neardup.stages.exact import exact_groups, group_exact
@@ -181,7 +182,11 @@ _STAR_SIM = {(10, 11): 0.9, (10, 12): 0.95, (11, 12): 0.86}
 _EDGES = [(i, i + 1, 0.85) for i in range(1, 6)] + [(10, 11, 0.9), (10, 12, 0.95)]
 
 
-def _guard(spark: Any, threshold: float | None, max_rounds: int) -> tuple[dict[int, Any], GuardStats]:
+def _guard(
+    spark: Any, threshold: float | None, max_rounds: int, pinned: tuple[int, ...] = ()
+) -> tuple[dict[int, Any], GuardStats]:
+    """The guard on the chain and the star; `pinned`: indexed documents (dedup --against),
+    first in the survivor order and never removed."""
     cfg = config.load()
     edge_schema = f"{C.SRC} bigint, {C.DST} bigint, {C.SIMILARITY} double"
     edges = spark.createDataFrame(_EDGES, edge_schema)
@@ -190,8 +195,10 @@ def _guard(spark: Any, threshold: float | None, max_rounds: int) -> tuple[dict[i
     )
     ids = [1, 2, 3, 4, 5, 6, 10, 11, 12]
     reps = spark.createDataFrame(
-        [(i, 1000 - i, None) for i in ids], f"{C.DOC_ID} bigint, {C.LENGTH} int, {C.RANK} double"
+        [(i, 1000 - i, None, i in pinned) for i in ids],
+        f"{C.DOC_ID} bigint, {C.LENGTH} int, {C.RANK} double, {C.FROM_INDEX} boolean",
     )
+    prefer = bool(pinned)
     scored: list[int] = []
 
     def score(pairs: Any) -> Any:
@@ -202,16 +209,17 @@ def _guard(spark: Any, threshold: float | None, max_rounds: int) -> tuple[dict[i
         return connected_components(e, backend="builtin")[0]
 
     comps = components(edges.select(C.SRC, C.DST))
-    chosen = choose_survivors(reps, comps, cfg)
+    chosen = choose_survivors(reps, comps, cfg, prefer_index=prefer)
     out, stats = guard_clusters(
         chosen,
         edges,
         score=score,
-        choose=lambda c: choose_survivors(reps, c, cfg),
+        choose=lambda c: choose_survivors(reps, c, cfg, prefer_index=prefer),
         components=components,
         keep=lambda df: df.cache(),
         threshold=threshold,
         max_rounds=max_rounds,
+        pinned=spark.createDataFrame([(i,) for i in pinned], f"{C.DOC_ID} bigint") if pinned else None,
     )
     assert out.columns == [C.DOC_ID, C.KEPT_ID, C.SIMILARITY]
     assert stats.scored_pairs == sum(scored)
@@ -251,3 +259,88 @@ def test_guard_off_only_scores(spark: Any) -> None:
     want_chain = {i: (1, None if i == 1 else _CHAIN_SIM[(1, i)]) for i in range(1, 7)}
     assert got == {**want_chain, 10: (10, None), 11: (10, 0.9), 12: (10, 0.95)}
     assert (stats.rounds, stats.scored_pairs, stats.clusters_split) == (1, 4, 0)
+
+
+def test_guard_never_removes_pinned_documents(spark: Any) -> None:
+    """2 and 5 are indexed: 2 (first of the chain's indexed ones) is kept in its place; 5,
+    never removed, is split off whatever its score and becomes the survivor of what is
+    re-clustered with it."""
+    got, stats = _guard(spark, threshold=0.7, max_rounds=20, pinned=(2, 5))
+    # Round 1 around 2: 1 and 3 (0.85) and 4 (0.7225) clear it; 5 is pinned; 6 (0.522)
+    # fails. Round 2: 5-6 regroup around 5, and 6 (0.85) clears it.
+    assert got == {
+        1: (2, 0.85),
+        2: (2, None),
+        3: (2, 0.85),
+        4: (2, 0.7225),
+        5: (5, None),
+        6: (5, 0.85),
+        10: (10, None),
+        11: (10, 0.9),
+        12: (10, 0.95),
+    }
+    assert stats.failing_per_round == [2, 0]
+    # With the guard off, the rounds still run for the pinned ones: 5 alone (its only edge
+    # inside the split-off set would be to another split-off document).
+    off, stats = _guard(spark, threshold=None, max_rounds=20, pinned=(2, 5))
+    want = {i: (2, None if i == 2 else _CHAIN_SIM[tuple(sorted((i, 2)))]) for i in (1, 2, 3, 4, 6)}
+    assert off == {**want, 5: (5, None), 10: (10, None), 11: (10, 0.9), 12: (10, 0.95)}
+    assert stats.failing_per_round == [1, 0]
+
+
+def test_cross_edges_bound_each_bucket_by_its_indexed_documents(spark: Any) -> None:
+    """Buckets a batch shares with the index: all pairs while the bucket holds at most
+    all_pairs_up_to (2 here) indexed documents, else each batch document with the smallest
+    indexed id; a pair sharing two buckets once; src < dst whichever end is indexed."""
+    shared = spark.createDataFrame(
+        # (band key, document number, segment): the index's rows in shared buckets
+        [(7, 0, 0), (7, 1, 0), (8, 0, 1), (8, 1, 1), (8, 2, 1), (9, 0, 0)],
+        f"{C.BAND_KEY} bigint, {C.DOC_NO} bigint, {C.SEGMENT} int",
+    )
+    docs = spark.createDataFrame(
+        [(0, 0, 100), (0, 1, 600), (1, 0, 202), (1, 1, 200), (1, 2, 201), (1, 3, 999)],
+        f"{C.SEGMENT} int, {C.DOC_NO} bigint, {C.DOC_ID} bigint",
+    )
+    batch = spark.createDataFrame(
+        [(1, 7), (500, 7), (3, 8), (1, 9), (4, 10)], f"{C.DOC_ID} bigint, {C.BAND_KEY} bigint"
+    )
+    want = spark.createDataFrame(
+        [
+            (1, 100, 100),  # bucket 7 (100, 600 indexed), and again bucket 9
+            (1, 600, 600),
+            (100, 500, 100),
+            (500, 600, 600),
+            (3, 200, 200),  # bucket 8 holds 3 indexed documents: the smallest only
+        ],
+        f"{C.SRC} bigint, {C.DST} bigint, {C.INDEX_ID} bigint",
+    )
+    for small in (True, False):
+        assert_frames_equal(cross_edges(shared, docs, batch, 2, small), want)
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ((6, 100, False, "near_duplicate", 0.9, None, 101), "1 rows with a matched_index_id are not removed"),
+        ((6, 100, True, "unique", None, None, 100), "1 rows with a matched_index_id are not removed"),
+        ((6, 300, False, "near_duplicate", 0.9, None, 300), "1 matched_index_id values are not in the index"),
+        ((6, 300, False, "near_duplicate", 0.9, None, None), "1 rows point to a cluster_id"),
+    ],
+)
+def test_check_outputs_with_an_index(spark: Any, row: tuple[Any, ...], message: str) -> None:
+    """dedup --against: a cluster_id may be an indexed document, named by matched_index_id."""
+    schema = f"{CLUSTERS}, {C.MATCHED_INDEX_ID} bigint"
+    good = [(*r, None) for r in GOOD] + [(6, 100, False, "near_duplicate", 0.9, None, 100)]
+    index_ids = spark.createDataFrame([(100,), (101,)], f"{C.DOC_ID} bigint")
+    kept = spark.createDataFrame([(1, "t"), (4, "t")], "id bigint, text string")
+    rejected = spark.createDataFrame([(5, None, "null text")], "id bigint, text string, reason string")
+    counts = check_outputs(6, spark.createDataFrame(good, schema), kept, rejected, index_ids=index_ids)
+    assert counts["matched_index"] == 1 and counts["near_duplicates"] == 2
+    broken = spark.createDataFrame([*good[:-1], row], schema)
+    kept_rows = (
+        kept
+        if not row[2]
+        else spark.createDataFrame([(1, "t"), (4, "t"), (6, "t")], "id bigint, text string")
+    )
+    with pytest.raises(InvariantError, match=message):
+        check_outputs(6, broken, kept_rows, rejected, index_ids=index_ids)

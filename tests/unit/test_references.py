@@ -62,3 +62,21 @@ def test_fast_shingles_equal_reference_sets() -> None:
     sizes = np.bincount(doc, minlength=len(texts))
     assert sizes.tolist() == [len(reference.shingles(t)) for t in texts.to_pylist()]
     assert len(set(zip(doc.tolist(), k1.tolist(), k2.tolist(), strict=True))) == len(doc)
+
+
+def test_incremental_reference_without_an_index_is_the_plain_one() -> None:
+    """dedup --against an empty index deduplicates the batch as dedup does; with the batch's
+    own kept documents as the index, every batch document is matched to one of them or kept."""
+    table = synth.generate(synth.CorpusSpec(num_docs=300, seed=8, mean_chars=500, dup_fraction=0.6))
+    ids, texts = table.column("id").to_pylist(), table.column("text").to_pylist()
+    plain = reference.guarded_clusters(ids, texts, 0.8, 0.7)
+    assert reference.incremental_clusters(ids, texts, [], [], 0.8, 0.7) == plain
+    kept = [i for i, (k, _) in plain.items() if k == i]
+    assert len(kept) < len(ids)
+    text_of = dict(zip(ids, texts, strict=True))
+    offset = 1 << 40  # the same texts under new ids, indexed
+    again = reference.incremental_clusters(
+        ids, texts, [i + offset for i in kept], [text_of[i] for i in kept], 0.8, 0.7
+    )
+    assert all(k >= offset for k, _ in again.values())
+    assert {i: (k - offset, s) for i, (k, s) in again.items() if i in kept} == {i: (i, 1.0) for i in kept}

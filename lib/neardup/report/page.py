@@ -30,6 +30,7 @@ COUNT_LABELS = {
     "near_duplicates": "near duplicates (removed)",
     "unique": "unique documents",
     "kept": "kept documents",
+    "matched_index": "removed in favour of indexed documents (--against)",
 }
 GUARD_LABELS = {
     "enabled": "enabled",

@@ -74,6 +74,15 @@ class FileSystem:
         st = self._fs.getFileStatus(self._path(path))
         return path, int(st.getLen()), int(st.getModificationTime())
 
+    def data_size(self, path: str) -> int:
+        """Bytes of the files under `path`, recursively (Hadoop's local checksum files, which
+        its listings hide, left out: other schemes have none)."""
+        files = self._fs.listFiles(self._path(path), True)
+        total = 0
+        while files.hasNext():
+            total += int(files.next().getLen())
+        return total
+
     def is_empty_dir(self, path: str) -> bool:
         """A directory with no data files (names starting with _ or . are metadata)."""
         return self.is_dir(path) and not [n for n in self.list_names(path) if not n.startswith(("_", "."))]

@@ -20,12 +20,15 @@ def check_outputs(
     rejected: DataFrame,
     malformed: int = 0,
     guard_threshold: float | None = None,
+    index_ids: DataFrame | None = None,
 ) -> dict[str, int]:
     """Every input id exactly once in clusters/; kept + removed + rejected = input;
     kept/ and rejected/ hold exactly the rows clusters/ says; every cluster_id is a
     kept document; with `guard_threshold`, every near duplicate's similarity to its kept
     document is at least that. `malformed` lines (no id: in rejected/ only) count as
-    rejected input. Returns the status counts."""
+    rejected input. With `index_ids` (_id: every indexed document, dedup --against), a
+    cluster_id may instead be an indexed document: then it is the row's matched_index_id,
+    the row is a removed one, and that id is in the index. Returns the status counts."""
     stats = clusters.agg(
         F.count(F.lit(1)).alias("rows"),
         F.countDistinct(C.ID).alias("ids"),
@@ -72,20 +75,45 @@ def check_outputs(
             f"and {malformed} lines were malformed"
         )
     survivors = clusters.filter(F.col(C.KEPT)).select(F.col(C.ID).alias(C.CLUSTER_ID))
-    orphans = (
-        clusters.filter(F.col(C.STATUS) != C.STATUS_REJECTED)
-        .select(C.CLUSTER_ID)
-        .join(survivors, C.CLUSTER_ID, "left_anti")
-        .count()
-    )
+    placed = clusters.filter(F.col(C.STATUS) != C.STATUS_REJECTED)
+    matched = 0
+    if index_ids is not None:
+        matched, matched_problems = _check_matched(clusters, index_ids)
+        problems += matched_problems
+        placed = placed.filter(F.col(C.MATCHED_INDEX_ID).isNull())
+    orphans = placed.select(C.CLUSTER_ID).join(survivors, C.CLUSTER_ID, "left_anti").count()
     if orphans:
         problems.append(f"{orphans} rows point to a cluster_id that is not a kept document")
     if problems:
         raise InvariantError("output check failed: " + "; ".join(problems))
-    return {
+    counts = {
         "kept": kept_n,
         "unique": s[C.STATUS_UNIQUE],
         "exact_duplicates": s[C.STATUS_EXACT],
         "near_duplicates": s[C.STATUS_NEAR],
         "rejected": s[C.STATUS_REJECTED] + malformed,
     }
+    return {**counts, "matched_index": matched} if index_ids is not None else counts
+
+
+def _check_matched(clusters: DataFrame, index_ids: DataFrame) -> tuple[int, list[str]]:
+    """Rows removed in favour of an indexed document: how many, and what is wrong with them."""
+    matched = clusters.filter(F.col(C.MATCHED_INDEX_ID).isNotNull())
+    row = matched.agg(
+        F.count(F.lit(1)).alias("n"),
+        F.sum(
+            (
+                ~F.col(C.STATUS).isin(C.STATUS_EXACT, C.STATUS_NEAR)
+                | ~F.coalesce(F.col(C.CLUSTER_ID) == F.col(C.MATCHED_INDEX_ID), F.lit(False))
+            ).cast("long")
+        ).alias("bad"),
+    ).first()
+    assert row is not None
+    n, problems = int(row["n"]), []
+    if row["bad"]:
+        problems.append(f"{row['bad']} rows with a matched_index_id are not removed in its favour")
+    wanted = matched.select(F.col(C.MATCHED_INDEX_ID).alias(C.DOC_ID)).distinct()
+    missing = wanted.join(index_ids, C.DOC_ID, "left_anti").count()
+    if missing:
+        problems.append(f"{missing} matched_index_id values are not in the index")
+    return n, problems

@@ -11,6 +11,11 @@ removed document clears the threshold against its kept document. Each round scor
 each document still pending once (no pairs inside a cluster), so the cost is linear in
 the removed documents per round. After `guard.max_rounds`, documents still failing are
 kept alone: the guard never removes a document below its threshold.
+
+With `dedup --against`, indexed documents are `pinned`: never removed. One that is not its
+cluster's survivor (a batch document bridged two indexed ones) fails whatever its score and
+is re-clustered like any failing document, where it becomes a survivor in its turn; so the
+rounds also run with the guard off (threshold None), for pinned documents alone.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from pyspark.sql import functions as F
 from neardup import columns as C
 
 _SCORED = "_scored"
+_PINNED = "_pinned"
 
 
 @dataclass
@@ -47,6 +53,8 @@ def guard_clusters(
     keep: Callable[[DataFrame], DataFrame],
     threshold: float | None,
     max_rounds: int,
+    pinned: DataFrame | None = None,
+    small_pinned: bool = True,
 ) -> tuple[DataFrame, GuardStats]:
     """clustered (_id, _kept_id): every representative in a cluster (kept ones included);
     edges (src, dst, similarity): the verified edges, src < dst
@@ -55,7 +63,9 @@ def guard_clusters(
     score: (src, dst) pairs -> (src, dst, similarity) for every pair; choose: a frame
     (_id, _component) -> (_id, _kept_id) by the survivor policy; components: edges (src,
     dst) -> (_id, _component); keep: persist a frame for the rest of the run. threshold
-    None: the guard is off and the removed documents are only scored.
+    None: the guard is off and the removed documents are only scored. pinned (_id): documents
+    never removed (indexed ones), broadcast when `small_pinned`; a pinned document that is not
+    its cluster's survivor fails whatever its score.
     """
     stats = GuardStats()
     edge_sims = edges.select(C.SRC, C.DST, C.SIMILARITY)
@@ -64,10 +74,15 @@ def guard_clusters(
     while True:
         stats.rounds += 1
         sims = keep(_similarity_to_kept(pending, edge_sims, score, stats))
-        if threshold is None:
+        if threshold is None and pinned is None:
             settled.append(sims)
             break
-        clears = F.coalesce(F.col(C.SIMILARITY) >= threshold, F.lit(False))
+        clears = F.lit(True) if threshold is None else F.col(C.SIMILARITY) >= threshold
+        clears = F.coalesce(clears, F.lit(False))
+        if pinned is not None:
+            flags = pinned.select(C.DOC_ID, F.lit(True).alias(_PINNED))
+            sims = sims.join(F.broadcast(flags) if small_pinned else flags, C.DOC_ID, "left")
+            clears = clears & F.col(_PINNED).isNull()
         is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
         failing = sims.filter(~is_kept & ~clears).select(C.DOC_ID, C.KEPT_ID)
         row = failing.agg(F.count(F.lit(1)).alias("n"), F.countDistinct(C.KEPT_ID).alias("clusters")).first()
@@ -75,7 +90,7 @@ def guard_clusters(
         n_failing = int(row["n"])
         stats.failing_per_round.append(n_failing)
         # A survivor stays, and so does every member at or above the threshold against it.
-        settled.append(sims.filter(is_kept | clears))
+        settled.append(sims.filter(is_kept | clears).select(C.DOC_ID, C.KEPT_ID, C.SIMILARITY))
         if n_failing == 0:
             break
         stats.clusters_split += int(row["clusters"])

@@ -49,7 +49,9 @@ def similarity_histogram(df: DataFrame, column: str) -> Histogram:
 def cluster_sizes(clusters: DataFrame) -> DataFrame:
     """(cluster_id, _size) of every cluster with duplicates: only their rows are shuffled."""
     members = clusters.filter(F.col(C.STATUS).isin(C.STATUS_KEPT, C.STATUS_EXACT, C.STATUS_NEAR))
-    return members.groupBy(C.CLUSTER_ID).agg(F.count(F.lit(1)).alias(_SIZE))
+    # A cluster kept by an indexed document (dedup --against) has no row of its kept one.
+    without_kept = 1 - F.max((F.col(C.STATUS) == C.STATUS_KEPT).cast("int"))
+    return members.groupBy(C.CLUSTER_ID).agg((F.count(F.lit(1)) + without_kept).alias(_SIZE))
 
 
 def sample_order(seed: int) -> list[Any]:

@@ -23,11 +23,12 @@ _SIZE = "_size"
 _REP_SIM = "_rep_similarity"
 
 
-def survivor_columns(cfg: Config) -> list[Column]:
-    """The survivor policy as Spark sort columns, best first, nulls last."""
+def survivor_columns(cfg: Config, prefer_index: bool = False) -> list[Column]:
+    """The survivor policy as Spark sort columns, best first, nulls last; `prefer_index`:
+    led by `_from_index` (dedup --against)."""
     out = []
     policy = cfg.survivor
-    for key in survivor_order(policy.policy, bool(policy.column), policy.then):
+    for key in survivor_order(policy.policy, bool(policy.column), policy.then, prefer_index):
         col = F.col(key.column)
         out.append(col.desc_nulls_last() if key.descending else col.asc_nulls_last())
     return out
@@ -46,12 +47,15 @@ def priority_rank(column: str, values: Sequence[str]) -> Column:
     return rank.otherwise(len(values)).cast("int")
 
 
-def choose_survivors(reps: DataFrame, components: DataFrame, cfg: Config, small: bool = True) -> DataFrame:
-    """reps (_id, _len, _rank[, _priority]): exact-group representatives; components (_id, _component)
-    -> (_id, _kept_id) for each component node: the best node of its component by the
-    survivor policy. `small`: broadcast the components (never shuffle the reps)."""
+def choose_survivors(
+    reps: DataFrame, components: DataFrame, cfg: Config, small: bool = True, prefer_index: bool = False
+) -> DataFrame:
+    """reps (_id, _len, _rank[, _priority][, _from_index]): exact-group representatives;
+    components (_id, _component) -> (_id, _kept_id) for each component node: the best node
+    of its component by the survivor policy. `small`: broadcast the components (never
+    shuffle the reps). `prefer_index`: indexed documents (`_from_index` true) first."""
     side = F.broadcast(components) if small else components
-    cluster = Window.partitionBy(C.COMPONENT).orderBy(*survivor_columns(cfg))
+    cluster = Window.partitionBy(C.COMPONENT).orderBy(*survivor_columns(cfg, prefer_index))
     return reps.join(side, C.DOC_ID).select(C.DOC_ID, F.first(C.DOC_ID).over(cluster).alias(C.KEPT_ID))
 
 

@@ -21,6 +21,8 @@ def write_outputs(
     broadcast_dropped: bool,
     broadcast_rejected: bool,
     malformed: DataFrame | None = None,
+    matched: DataFrame | None = None,
+    broadcast_matched: bool = True,
 ) -> None:
     """Write the three outputs to `staged[name]` with the Parquet writer `options`.
 
@@ -28,7 +30,10 @@ def write_outputs(
     rejected (_id, reason); source: the input rows, every column as read.
 
     - clusters/: one row per input row, sorted by id: id, cluster_id, kept, status,
-      similarity (a removed document's Jaccard to its kept document), reason.
+      similarity (a removed document's Jaccard to its kept document), reason; with `matched`
+      (_id: the indexed documents a --against run may keep in the batch's place, broadcast
+      when `broadcast_matched`), also matched_index_id: the cluster_id when it is one of
+      them, else null.
     - kept/: the input rows of kept documents, columns unchanged. The removed and rejected
       ids are taken out with an anti join; broadcast (`broadcast_dropped`) when few, so the
       texts are filtered where they are read instead of being shuffled.
@@ -38,6 +43,12 @@ def write_outputs(
       reason naming its file and line, and the line's bytes in `malformed_line`.
     """
     id_type = next(f.dataType for f in source.schema.fields if f.name == cfg.input.id_col)
+    matched_cols, rejected_cols = [], []
+    if matched is not None:
+        flags = matched.select(F.col(C.DOC_ID).alias(C.KEPT_ID), F.col(C.DOC_ID).alias(C.MATCHED_INDEX_ID))
+        assigned = assigned.join(F.broadcast(flags) if broadcast_matched else flags, C.KEPT_ID, "left")
+        matched_cols = [F.col(C.MATCHED_INDEX_ID)]
+        rejected_cols = [F.lit(None).cast(id_type).alias(C.MATCHED_INDEX_ID)]
     clusters = assigned.select(
         F.col(C.DOC_ID).alias(C.ID),
         F.col(C.KEPT_ID).alias(C.CLUSTER_ID),
@@ -45,6 +56,7 @@ def write_outputs(
         F.col(C.STATUS),
         F.col(C.SIMILARITY),
         F.lit(None).cast("string").alias(C.REASON),
+        *matched_cols,
     ).unionByName(
         rejected.select(
             F.col(C.DOC_ID).alias(C.ID),
@@ -53,6 +65,7 @@ def write_outputs(
             F.lit(C.STATUS_REJECTED).alias(C.STATUS),
             F.lit(None).cast("double").alias(C.SIMILARITY),
             F.col(C.REASON),
+            *rejected_cols,
         )
     )
     clusters.orderBy(C.ID).write.mode("overwrite").options(**options).parquet(staged["clusters"])

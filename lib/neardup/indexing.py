@@ -1,0 +1,194 @@
+"""`neardup index build|add`: a deduplicated corpus's band keys into a persistent index.
+
+    read -> sign (the dedup job's own pass: normalize, hash, MinHash, band keys)
+         -> write (one new segment, invisible until committed) -> commit (one rename)
+
+`build` makes version 1 (with --overwrite, the next version of an existing index, listing
+only the new segment: readers see the old index or the new one, never a mix). `add` appends
+a segment to the current version; the batch's ids must be new and of the index's id type,
+and its parameters the index's. A crash before the commit leaves the index as it was; the
+next writer deletes the unlisted segment (runtime/indexstore.py). Texts are not copied: the
+manifest records where they are, for exact verification to read back the candidates'.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, replace
+
+from pyspark import StorageLevel
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from neardup import columns as C
+from neardup.config import Config
+from neardup.errors import InvariantError, UsageError
+from neardup.pipeline import broadcastable, open_input, plan_memory
+from neardup.runtime.fs import FileSystem
+from neardup.runtime.indexstore import (
+    DOCS,
+    KEYS,
+    IndexStore,
+    Manifest,
+    Segment,
+    Texts,
+    check_compatible,
+    check_id_type,
+    index_params,
+    probe_keys,
+)
+from neardup.runtime.jobgroups import JobGroups, count
+from neardup.runtime.memory import human
+from neardup.runtime.sizing import batch_settings, writer_options
+from neardup.runtime.stagelog import StageLog
+from neardup.runtime.workdir import input_fingerprint
+from neardup.stages.against import index_docs, refuse_indexed_ids
+from neardup.stages.index import number_documents, write_segment
+from neardup.stages.read import documents
+from neardup.stages.sign import sign_documents, sign_params
+
+log = logging.getLogger("neardup")
+
+
+@dataclass(frozen=True)
+class IndexResult:
+    path: str
+    manifest: Manifest
+    segment: Segment
+    sizes: dict[str, int]  # bytes on disk: keys, docs, signatures (the whole index)
+    seconds: float
+
+    @property
+    def raw_key_bytes(self) -> int:
+        """The band keys' raw size: 8 bytes per band per document, plus 8 per id."""
+        bands = int(self.manifest.params["lsh.bands"])
+        return self.manifest.documents * (8 * bands + 8)
+
+
+def build(spark: SparkSession, cfg: Config, input_path: str, index_path: str, overwrite: bool) -> IndexResult:
+    """A new index of `input_path`'s documents (a deduplicated corpus) at `index_path`."""
+    store = IndexStore(spark, index_path)
+    current = store.current()
+    if current is not None and not overwrite:
+        raise UsageError(
+            f"index {index_path} already exists; neardup index add appends to it, --overwrite replaces it"
+        )
+    return _append(spark, cfg, input_path, store, current, replace_all=True)
+
+
+def add(spark: SparkSession, cfg: Config, input_path: str, index_path: str) -> IndexResult:
+    """Append `input_path`'s documents (a batch's kept/) to the index at `index_path`."""
+    store = IndexStore(spark, index_path)
+    current = store.require()
+    check_compatible(current, sign_params(cfg), index_path)
+    return _append(spark, cfg, input_path, store, current, replace_all=False)
+
+
+def _append(
+    spark: SparkSession,
+    cfg: Config,
+    input_path: str,
+    store: IndexStore,
+    base: Manifest | None,
+    replace_all: bool,
+) -> IndexResult:
+    started = time.time()
+    if cfg.input.format == "table":
+        raise UsageError(
+            "an index records the files its texts are in, and a catalog table has none: "
+            "write the table to Parquet and index that"
+        )
+    source = FileSystem.for_path(spark, input_path).qualify(input_path.rstrip("/"))
+    if source == store.path or store.path.startswith(source + "/") or source.startswith(store.path + "/"):
+        # The texts must stay as indexed: an index among them would change their listing.
+        raise UsageError(f"index {store.shown} and input {input_path} must not be inside one another")
+    params = sign_params(cfg)
+    signatures = base.signatures if base is not None and not replace_all else cfg.verify.method == "signature"
+    groups = JobGroups(spark.sparkContext, uuid.uuid4().hex)
+    stages = StageLog(groups.start)
+    cached = []
+    try:
+        with stages.stage("read", input_path) as counts:
+            opened = open_input(spark, cfg, input_path)
+            rows = opened.check.rows + opened.check.malformed
+            id_type = next(f.dataType for f in opened.source.schema.fields if f.name == cfg.input.id_col)
+            if base is not None and not replace_all:
+                check_id_type(base, id_type.simpleString(), store.shown, f"input {input_path}")
+                ids = opened.source.select(F.col(cfg.input.id_col).alias(C.DOC_ID))
+                theirs = index_docs(spark, store, base)
+                refuse_indexed_ids(theirs, ids, broadcastable(opened.check.rows), input_path, store.shown)
+            counts["input"] = rows
+        batches = plan_memory(spark, cfg, opened.profile)
+        with batch_settings(spark, batches, cfg.spark):
+            with stages.stage("sign", count(opened.check.rows, "documents")) as counts:
+                signed = sign_documents(documents(opened.source, cfg), params, keep_signatures=signatures)
+                numbered = number_documents(signed, signatures).persist(StorageLevel.MEMORY_AND_DISK)
+                cached.append(numbered)
+                indexed = numbered.count()
+                counts.update(indexed=indexed, skipped=rows - indexed)
+            version = (base.version if base is not None else 0) + 1
+            name = store.new_segment(version)
+            with stages.stage("write", count(indexed, "documents")) as counts:
+                where = store.segment_dir(name)
+                write_segment(numbered, where, writer_options(batches, None), signatures)
+                _check_segment(spark, where, indexed, cfg.bands)
+                counts["bytes"] = store.fs.data_size(where)
+        texts = Texts(
+            path=source,
+            format=opened.inp.format,
+            id_col=cfg.input.id_col,
+            text_col=cfg.input.text_col,
+            files=tuple(input_fingerprint(spark, opened.files)),
+            csv_header=cfg.input.csv_header,
+        )
+        segment = Segment(name, indexed, rows, texts)
+        with stages.stage("commit", f"version {version}") as counts:
+            if base is None or replace_all:
+                manifest = Manifest(
+                    version=version,
+                    build_id=uuid.uuid4().hex,
+                    params=index_params(params),
+                    probe=probe_keys(params),
+                    id_type=id_type.simpleString(),
+                    signatures=signatures,
+                    segments=(segment,),
+                )
+            else:
+                now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+                manifest = replace(base, version=version, segments=(*base.segments, segment), created=now)
+            store.commit(manifest)
+            gone = store.collect_garbage(manifest)
+            counts.update(version=version, segments=len(manifest.segments), removed=len(gone))
+    finally:
+        for df in cached:
+            df.unpersist()
+        groups.close()
+    sizes = store.sizes(manifest)
+    result = IndexResult(store.path, manifest, segment, sizes, round(time.time() - started, 3))
+    log.info(
+        "index: %s documents in %d segment(s), %s on disk (band keys' raw size %s)",
+        f"{manifest.documents:,}",
+        len(manifest.segments),
+        human(sum(sizes.values())),
+        human(result.raw_key_bytes),
+    )
+    return result
+
+
+def _check_segment(spark: SparkSession, where: str, indexed: int, bands: int) -> None:
+    """Read back what was written: every indexed document once in docs/, `bands` rows each
+    in keys/ (nothing lost between signing and the files the manifest will list)."""
+    docs = spark.read.parquet(f"{where}/{DOCS}")
+    keys = spark.read.parquet(f"{where}/{KEYS}")
+    found = docs.agg(F.count(F.lit(1)).alias("n"), F.countDistinct(C.DOC_NO).alias("numbers")).first()
+    assert found is not None
+    n_keys = keys.count()
+    problems = []
+    if int(found["n"]) != indexed or int(found["numbers"]) != indexed:
+        problems.append(f"docs/ holds {found['n']} rows ({found['numbers']} numbers) for {indexed} documents")
+    if n_keys != indexed * bands:
+        problems.append(f"keys/ holds {n_keys} rows for {indexed} documents x {bands} bands")
+    if problems:
+        raise InvariantError("index segment check failed: " + "; ".join(problems))
