@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 import psutil
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -551,6 +552,9 @@ def load_truth(corpus: Corpus, args: argparse.Namespace) -> Truth:
         how = "reused"
     else:
         table = pq.read_table(corpus.path, columns=["text", "cluster"])
+        # 64-bit offsets: the truth takes rows across chunks, which overflows 32-bit string
+        # offsets past 2 GiB of text (a million `realistic` documents are 2.35 GB).
+        table = table.set_column(0, "text", table.column("text").cast(pa.large_string()))
         truth = ground_truth(table, args.threshold, sample=args.truth_sample)
         del table
         meta = {k: v for k, v in truth.__dict__.items() if k != "labels"}

@@ -88,7 +88,7 @@ def main() -> None:
     except ImportError:
         print("rensa not installed: pip install -e '.[bench]'")
 
-    print(f"{n} documents, mean {mean_len:,.0f} characters, {k} permutations, one thread")
+    print(f"{n} documents, mean {mean_len:,.0f} characters, {k} permutations, process CPU time")
     print(f"{'signer':<22} {'us/doc':>9}")
     for name, secs in rows:
         print(f"{name:<22} {secs / n * 1e6:9.1f}")
