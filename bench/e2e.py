@@ -542,32 +542,21 @@ def corpus_stats(corpus: Corpus) -> dict[str, float]:
     return stats
 
 
-def load_truth(corpus: Corpus, args: argparse.Namespace) -> Truth:
-    """The corpus's exact ground truth (cached beside it)."""
-    t0 = time.perf_counter()
-    truth_path = corpus.path.parent / f"truth-t{args.threshold}-s{args.truth_sample}.npz"
+def cached_truth(corpus: Corpus, threshold: float, sample: int) -> tuple[Truth, str]:
+    """The corpus's ground truth, computed once and kept beside it; and "reused" or "computed"."""
+    truth_path = corpus.path.parent / f"truth-t{threshold}-s{sample}.npz"
     if truth_path.exists():
         z = np.load(truth_path)
-        truth = Truth(labels=z["labels"], **json.loads(str(z["meta"])))
-        how = "reused"
-    else:
-        table = pq.read_table(corpus.path, columns=["text", "cluster"])
-        # 64-bit offsets: the truth takes rows across chunks, which overflows 32-bit string
-        # offsets past 2 GiB of text (a million `realistic` documents are 2.35 GB).
-        table = table.set_column(0, "text", table.column("text").cast(pa.large_string()))
-        truth = ground_truth(table, args.threshold, sample=args.truth_sample)
-        del table
-        meta = {k: v for k, v in truth.__dict__.items() if k != "labels"}
-        np.savez(truth_path, labels=truth.labels, meta=json.dumps(meta))
-        how = "computed"
-    print(
-        f"ground truth {how} in {time.perf_counter() - t0:.1f} s: {truth.similar_pairs:,} similar pairs, "
-        f"{truth.true_pairs:,} true pairs; cross-cluster check: {truth.sample_cross_pairs} of "
-        f"{truth.sample_within_pairs + truth.sample_cross_pairs} similar pairs "
-        f"in a {truth.sample_docs}-doc sample",
-        flush=True,
-    )
-    return truth
+        return Truth(labels=z["labels"], **json.loads(str(z["meta"]))), "reused"
+    table = pq.read_table(corpus.path, columns=["text", "cluster"])
+    # 64-bit offsets: the truth takes rows across chunks, which overflows 32-bit string
+    # offsets past 2 GiB of text (a million `realistic` documents are 2.35 GB).
+    table = table.set_column(0, "text", table.column("text").cast(pa.large_string()))
+    truth = ground_truth(table, threshold, sample=sample)
+    del table
+    meta = {k: v for k, v in truth.__dict__.items() if k != "labels"}
+    np.savez(truth_path, labels=truth.labels, meta=json.dumps(meta))
+    return truth, "computed"
 
 
 def run_tool(tool: str, corpus: Corpus, truth: Truth, args: argparse.Namespace) -> Row:
@@ -678,7 +667,15 @@ def main() -> None:
             flush=True,
         )
         stats = corpus_stats(corpus)
-        truth = load_truth(corpus, args)
+        t0 = time.perf_counter()
+        truth, how = cached_truth(corpus, args.threshold, args.truth_sample)
+        print(
+            f"ground truth {how} in {time.perf_counter() - t0:.1f} s: {truth.similar_pairs:,} similar pairs, "
+            f"{truth.true_pairs:,} true pairs; cross-cluster check: {truth.sample_cross_pairs} of "
+            f"{truth.sample_within_pairs + truth.sample_cross_pairs} similar pairs "
+            f"in a {truth.sample_docs}-doc sample",
+            flush=True,
+        )
         print(f"bands x rows = {args.bands} x {args.rows}; tools: {', '.join(tools)}", flush=True)
         rows: list[Row] = []
         for tool in tools:
