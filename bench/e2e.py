@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""End-to-end benchmark: neardup and its peers on one generated corpus, scored against exact truth.
+"""End-to-end benchmark: neardup and its peers on generated corpora, scored against exact truth.
 
-    .venv/bin/python bench/e2e.py --docs 100000 [--tools neardup,rensa,datasketch,datatrove,mllib]
+    .venv/bin/python bench/e2e.py --docs 100000 [--corpus synth,realistic]
+                                  [--tools neardup,rensa,rensa-mp,datasketch,datatrove,mllib]
                                   [--out bench/results/latest.md]
 
-1. Generates a deterministic corpus with planted near-duplicate clusters (neardup_testkit.synth,
-   ~2 KB lognormal documents, Zipfian vocabulary, planted Jaccard 0.3..1.0) under
-   --cache (default /tmp/neardup-bench), reused by later runs with the same spec.
+1. Generates each deterministic corpus (--corpus, see CORPORA) with planted near-duplicate
+   clusters (neardup_testkit.synth: lognormal lengths, Zipfian vocabulary, planted Jaccard
+   0.3..1.0) under --cache (default /tmp/neardup-bench), reused by later runs with the same
+   spec, and measures its lengths (bytes and words per document).
 2. Computes the exact ground truth: pairs with word-5-gram Jaccard >= the threshold
    (normalized: NFKC, lowercase, whitespace collapsed) and their connected components
    (neardup_testkit/truth.py says why brute force within planted clusters is exact, and checks it).
@@ -15,12 +17,14 @@
    time, CPU time and peak memory are measured over each process tree (the JVM and worker
    processes included).
 4. Scores each tool's clusters: pairwise precision/recall/F1 and the adjusted Rand index.
-5. Prints one table and writes it as Markdown to --out with the machine description.
+5. Prints one table per corpus, with neardup's ratio to the fastest peer, and writes them
+   as Markdown to --out with the machine description.
 
 Tool groups: neardup = neardup (its defaults), the other signing method (neardup-classic or
 neardup-oph), neardup-signature (signature verification); datasketch = datasketch,
-datasketch-verify; rensa = rensa, rensa-verify; datatrove; mllib. Any single name works too;
-neardup-only runs neardup with its defaults alone.
+datasketch-verify; rensa = rensa, rensa-verify; rensa-mp = rensa-mp, rensa-mp-verify (the
+same in a process pool); datatrove; mllib. Any single name works too; GROUP-only runs a
+group's first member alone (neardup-only: neardup with its defaults).
 The machine may be shared: compare tools through ratios taken in the same run, and CPU
 seconds as well as wall seconds.
 """
@@ -48,6 +52,8 @@ from typing import Any
 
 import numpy as np
 import psutil
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from neardup import config as neardup_config
@@ -77,6 +83,7 @@ GROUPS = {
     ],
     "datasketch": ["datasketch", "datasketch-verify"],
     "rensa": ["rensa", "rensa-verify"],
+    "rensa-mp": ["rensa-mp", "rensa-mp-verify"],
     "datatrove": ["datatrove"],
     "mllib": ["mllib"],
 }
@@ -88,6 +95,23 @@ NEARDUP_VARIANTS = {
     "neardup-signature": ["--set", "verify.method=signature"],
 }
 SAMPLE_SECONDS = 0.2
+
+# The corpora --corpus names. `synth` is the one every earlier result used; `realistic` has
+# the length distribution and word lengths of held-out web text: 2.35 KB on average with a
+# heavy tail (lognormal, sigma 1: median ~1.4 KB, 1 % above ~15 KB, the longest ~100 KB
+# per million documents) and ~5.9 bytes per word, separator included, as in English,
+# where `synth` has 4.0 (so at 2.0 KB it has ~500 words per document, 2.35 KB of English
+# ~400). Same planted duplicate structure; CorpusSpec fields other than these stay default.
+CORPORA: dict[str, dict[str, Any]] = {
+    "synth": {"mean_chars": 2000},
+    "realistic": {
+        "mean_chars": 2330,  # before clipping; the shortest are clipped up to 200: ~2.35 KB after
+        "length_sigma": 1.0,
+        "max_chars": 1_000_000,
+        "vocab_size": 200_000,  # with the flatter Zipf law: the English mean word length
+        "zipf_exponent": 0.8,
+    },
+}
 
 
 # --------------------------------------------------------------------------- measuring
@@ -332,17 +356,47 @@ def _f(x: float | None, digits: int = 3) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
-def render(
+def _summary(rows: list[Row]) -> str:
+    """neardup's wall time against the fastest peer of the same run (the figure to quote)."""
+    ok = [r for r in rows if r.measure and not r.error and r.scores]
+    ref = next((r for r in ok if r.tool == "neardup"), None)
+    peers = [r for r in ok if not r.tool.startswith("neardup")]
+    if ref is None or ref.measure is None or not peers:
+        return ""
+    fastest = min(peers, key=_wall)
+    assert fastest.measure is not None
+    return (
+        f"neardup / fastest peer ({fastest.tool}, F1 {fastest.scores['f1']:.4f}): wall "
+        f"{ref.measure.wall / fastest.measure.wall:.2f}, CPU {ref.measure.cpu / fastest.measure.cpu:.2f} "
+        f"(neardup F1 {ref.scores['f1']:.4f})."
+    )
+
+
+def render_corpus(
     rows: list[Row],
+    name: str,
     spec: CorpusSpec,
+    stats: dict[str, float],
     truth: Truth,
     args: argparse.Namespace,
-    env: dict[str, str],
-    extra: list[str],
-) -> str:
+) -> list[str]:
+    """One corpus's table, notes and per-stage times (Markdown lines)."""
     ref = next((r for r in rows if r.tool == "neardup" and r.measure and not r.error), None)
+    defaults = CorpusSpec(num_docs=spec.num_docs)
+    fields = ", ".join(
+        f"{k}={v!r}"
+        for k, v in spec.__dict__.items()
+        if k == "num_docs" or k == "seed" or v != getattr(defaults, k)
+    )
     lines = [
-        f"# neardup end-to-end benchmark: {spec.num_docs:,} documents",
+        f"# neardup end-to-end benchmark: {spec.num_docs:,} documents, corpus `{name}`",
+        "",
+        f"Corpus: {stats['mean_bytes'] / 1000:.2f} KB per document on average (median "
+        f"{stats['median_bytes'] / 1000:.2f} KB, 99th percentile {stats['p99_bytes'] / 1000:.1f} KB, "
+        f"longest {stats['max_bytes'] / 1000:.0f} KB), {stats['words_per_doc']:.0f} words per document, "
+        f"{stats['bytes_per_word']:.2f} bytes per word; `neardup_testkit.synth.CorpusSpec({fields})`, "
+        f"other fields default (30 % of documents in planted clusters of 2-{spec.max_cluster_size}, "
+        f"edited copies at Jaccard {spec.jaccard_range[0]}..{spec.jaccard_range[1]}).",
         "",
         "| tool | docs | wall s | docs/s | CPU s | CPU/wall | wall / neardup | CPU / neardup | peak MB "
         "| precision | recall | F1 | ARI | dup clusters | largest |",
@@ -358,13 +412,16 @@ def render(
             continue
         rel_wall = m.wall / ref.measure.wall if ref and ref.measure else None
         rel_cpu = m.cpu / ref.measure.cpu if ref and ref.measure and ref.measure.cpu else None
-        s = r.scores
+        sc = r.scores
         lines.append(
             f"| {r.tool} | {r.docs:,} | {m.wall:.1f} | {r.docs / m.wall:,.0f} | {m.cpu:.1f} "
             f"| {m.cpu / m.wall:.2f} | {_f(rel_wall, 2)} | {_f(rel_cpu, 2)} | {m.peak_mb:,.0f} "
-            f"| {s['precision']:.4f} | {s['recall']:.4f} "
-            f"| {s['f1']:.4f} | {s['ari']:.4f} | {r.clusters:,} | {r.largest} |"
+            f"| {sc['precision']:.4f} | {sc['recall']:.4f} "
+            f"| {sc['f1']:.4f} | {sc['ari']:.4f} | {r.clusters:,} | {r.largest} |"
         )
+    summary = _summary(rows)
+    if summary:
+        lines += ["", summary]
     lines += ["", "Notes per tool:", ""]
     for r in rows:
         text = r.error or r.notes
@@ -392,24 +449,29 @@ def render(
             ]
     lines += [
         "",
+        f"Ground truth on `{name}`: {truth.similar_pairs:,} similar pairs, "
+        f"{truth.duplicate_clusters:,} components of 2+ documents (largest {truth.largest}), "
+        f"{truth.true_pairs:,} true pairs. Cross-cluster check (premise of the exact truth): "
+        f"an exact all-pairs join at Jaccard >= 0.5 on {truth.sample_docs:,} sampled documents "
+        f"found {truth.sample_within_pairs:,} pairs inside planted clusters and "
+        f"{truth.sample_cross_pairs} across them (largest cross-cluster Jaccard among candidates "
+        f"{truth.sample_max_cross_jaccard:.3f}).",
+        "",
+    ]
+    return lines
+
+
+def render_footer(args: argparse.Namespace, env: dict[str, str], extra: list[str]) -> list[str]:
+    """Definitions, machine and command: shared by every corpus of the run."""
+    return [
         "## Definitions",
         "",
-        f"- Corpus: `neardup_testkit.synth.CorpusSpec(num_docs={spec.num_docs}, seed={spec.seed}, "
-        f"mean_chars={spec.mean_chars})`, other fields default (30 % of documents in planted clusters "
-        f"of 2-{spec.max_cluster_size}, edited copies at Jaccard "
-        f"{spec.jaccard_range[0]}..{spec.jaccard_range[1]}).",
         f"- Parameters, every tool: word 5-grams, {args.num_perm} permutations, threshold {args.threshold}, "
         f"LSH {args.bands} bands x {args.rows} rows "
         "(as neardup's configuration derives them) "
         f"except MLlib ({args.mllib_tables} tables of one hash each: MLlib has no AND side).",
         f"- Ground truth: a true pair is two documents in the same connected component of the graph of pairs "
-        f"with exact word-5-gram Jaccard >= {args.threshold} (NFKC, lowercase, whitespace collapsed): "
-        f"{truth.similar_pairs:,} similar pairs, {truth.duplicate_clusters:,} components of 2+ documents "
-        f"(largest {truth.largest}), {truth.true_pairs:,} true pairs.",
-        f"- Cross-cluster check (premise of the exact truth): an exact all-pairs join at Jaccard >= 0.5 on "
-        f"{truth.sample_docs:,} sampled documents found {truth.sample_within_pairs:,} pairs inside planted "
-        f"clusters and {truth.sample_cross_pairs} across them (largest cross-cluster Jaccard among "
-        f"candidates {truth.sample_max_cross_jaccard:.3f}).",
+        f"with exact word-5-gram Jaccard >= {args.threshold} (NFKC, lowercase, whitespace collapsed).",
         "- Predicted pair: two documents in the same predicted cluster. Precision = true predicted pairs / "
         "predicted pairs, recall = true predicted pairs / true pairs, F1 their harmonic mean; ARI = adjusted "
         "Rand index of the two clusterings (1 = identical, 0 = chance). With clusters this small against "
@@ -417,7 +479,7 @@ def render(
         f"- wall s: the tool's process from start to exit (corpus read, JVM start and output written "
         f"included); docs/s = docs / wall s. CPU s: user+system over its process tree; CPU/wall = cores kept "
         f"busy. Peak MB: largest sum of RSS over its process tree, sampled every {SAMPLE_SECONDS} s. "
-        "wall / neardup and CPU / neardup are ratios to the `neardup` row of this same run.",
+        "wall / neardup and CPU / neardup are ratios to the `neardup` row of the same corpus in this run.",
         "",
         "## Machine",
         "",
@@ -427,7 +489,6 @@ def render(
         "Command: `" + " ".join(["python", "bench/e2e.py", *sys.argv[1:]]) + "`",
         "",
     ]
-    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- main
@@ -437,14 +498,15 @@ def expand_tools(names: str) -> list[str]:
     known = {t for group in GROUPS.values() for t in group} | set(NEARDUP_VARIANTS)
     out: list[str] = []
     for name in (n.strip() for n in names.split(",") if n.strip()):
-        if name == "neardup-only":  # the defaults alone, without the group's variants
-            out.append("neardup")
+        if name.endswith("-only") and name.removesuffix("-only") in GROUPS:
+            out.append(GROUPS[name.removesuffix("-only")][0])  # the group's first alone, without its variants
         elif name in GROUPS:
             out += GROUPS[name]
         elif name in known:
             out.append(name)
         else:
-            raise SystemExit(f"e2e: unknown tool {name!r}; known: {', '.join(sorted(known | set(GROUPS)))}")
+            names_ = sorted(known | set(GROUPS) | {f"{g}-only" for g in GROUPS})
+            raise SystemExit(f"e2e: unknown tool {name!r}; known: {', '.join(names_)}")
     return list(dict.fromkeys(out))
 
 
@@ -456,12 +518,107 @@ def neardup_bands(args: argparse.Namespace) -> tuple[int, int]:
     return cfg.bands, cfg.rows
 
 
+def corpus_stats(corpus: Corpus) -> dict[str, float]:
+    """Length statistics of the corpus's texts (cached beside it): what to compare with a
+    user's corpus, since every peer's cost is per word."""
+    path = corpus.path.parent / "stats.json"
+    if path.exists():
+        return {k: float(v) for k, v in json.loads(path.read_text()).items()}
+    nbytes, nwords = [], []
+    for batch in pq.ParquetFile(corpus.path).iter_batches(columns=["text"]):
+        text = batch.column(0)
+        nbytes.append(np.asarray(pc.binary_length(text)))
+        nwords.append(np.asarray(pc.list_value_length(pc.utf8_split_whitespace(text))))
+    b, w = np.concatenate(nbytes), np.concatenate(nwords)
+    stats = {
+        "mean_bytes": float(b.mean()),
+        "median_bytes": float(np.median(b)),
+        "p99_bytes": float(np.percentile(b, 99)),
+        "max_bytes": float(b.max()),
+        "words_per_doc": float(w.mean()),
+        "bytes_per_word": float(b.sum() / w.sum()),
+    }
+    path.write_text(json.dumps(stats, indent=1) + "\n")
+    return stats
+
+
+def cached_truth(corpus: Corpus, threshold: float, sample: int) -> tuple[Truth, str]:
+    """The corpus's ground truth, computed once and kept beside it; and "reused" or "computed"."""
+    truth_path = corpus.path.parent / f"truth-t{threshold}-s{sample}.npz"
+    if truth_path.exists():
+        z = np.load(truth_path)
+        return Truth(labels=z["labels"], **json.loads(str(z["meta"]))), "reused"
+    table = pq.read_table(corpus.path, columns=["text", "cluster"])
+    # 64-bit offsets: the truth takes rows across chunks, which overflows 32-bit string
+    # offsets past 2 GiB of text (a million `realistic` documents are 2.35 GB).
+    table = table.set_column(0, "text", table.column("text").cast(pa.large_string()))
+    truth = ground_truth(table, threshold, sample=sample)
+    del table
+    meta = {k: v for k, v in truth.__dict__.items() if k != "labels"}
+    np.savez(truth_path, labels=truth.labels, meta=json.dumps(meta))
+    return truth, "computed"
+
+
+def run_tool(tool: str, corpus: Corpus, truth: Truth, args: argparse.Namespace) -> Row:
+    """One tool on one corpus, best of --repeat runs, scored against the truth."""
+    if tool == "mllib" and args.docs > args.mllib_max_docs:
+        return Row(
+            tool, args.docs, error=f"skipped: {args.docs:,} docs > --mllib-max-docs {args.mllib_max_docs:,}"
+        )
+    work = Path(args.cache) / corpus.key / "runs" / tool
+    runner = run_neardup if tool.startswith("neardup") else run_peer
+    print(f"running {tool} ...", end=" ", flush=True)
+    best: tuple[Row, np.ndarray | None] | None = None
+    runs: list[Measure] = []
+    for _ in range(args.repeat):
+        shutil.rmtree(work, ignore_errors=True)  # also neardup's staging (resumable work) inside
+        work.mkdir(parents=True)
+        row, labels = runner(tool, corpus, work, args)
+        if row.measure:
+            runs.append(row.measure)
+        # Best of the repeats by wall time: the least disturbed by other work on the machine.
+        if best is None or (not row.error and (best[0].error or _wall(row) < _wall(best[0]))):
+            best = (row, labels)
+        if row.error:
+            break
+    assert best is not None
+    row, labels = best
+    row.repeats = sorted(runs, key=lambda m: m.wall)
+    if labels is not None:
+        sc = score(labels, truth.labels)
+        row.scores = {"precision": sc.precision, "recall": sc.recall, "f1": sc.f1, "ari": sc.ari}
+        row.clusters, row.largest = sc.duplicate_clusters, sc.largest
+    m = row.measure
+    if row.error or m is None:
+        print(row.error, flush=True)
+    else:
+        print(
+            f"{m.wall:.1f} s wall, {m.cpu:.1f} s CPU, {m.peak_mb:,.0f} MB; "
+            f"P {row.scores['precision']:.4f} R {row.scores['recall']:.4f} ARI {row.scores['ari']:.4f}",
+            flush=True,
+        )
+    return row
+
+
+def corpus_names(value: str) -> list[str]:
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in CORPORA]
+    if not names or unknown:
+        raise SystemExit(f"e2e: unknown corpus {', '.join(unknown) or value!r}; known: {', '.join(CORPORA)}")
+    return list(dict.fromkeys(names))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--docs", type=int, default=100_000)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--mean-chars", type=int, default=2000)
-    p.add_argument("--tools", default="neardup,datasketch,rensa,datatrove,mllib")
+    p.add_argument(
+        "--corpus",
+        default="synth",
+        help=f"corpora to run every tool on, one after the other, comma-separated: {', '.join(CORPORA)}",
+    )
+    p.add_argument("--mean-chars", type=int, default=None, help="override the corpora's mean document length")
+    p.add_argument("--tools", default="neardup,datasketch,rensa,rensa-mp,datatrove,mllib")
     p.add_argument("--out", default=str(BENCH / "results" / "latest.md"))
     p.add_argument(
         "--cache", default="/tmp/neardup-bench", help="corpora, truth and tool outputs (never committed)"
@@ -492,94 +649,48 @@ def main() -> None:
     args = p.parse_args()
     args.bands, args.rows = neardup_bands(args)
     tools = expand_tools(args.tools)
+    names = corpus_names(args.corpus)
 
     env = machine()
     load_before = os.getloadavg()
-    spec = CorpusSpec(num_docs=args.docs, seed=args.seed, mean_chars=args.mean_chars)
-    t0 = time.perf_counter()
-    corpus, reused = ensure_corpus(spec, Path(args.cache), num_shards=args.workers)
-    print(
-        f"corpus {corpus.path} ({'reused' if reused else 'generated'}, {time.perf_counter() - t0:.1f} s)",
-        flush=True,
-    )
-
-    t0 = time.perf_counter()
-    truth_path = corpus.path.parent / f"truth-t{args.threshold}-s{args.truth_sample}.npz"
-    if truth_path.exists():
-        z = np.load(truth_path)
-        truth = Truth(labels=z["labels"], **json.loads(str(z["meta"])))
-        how = "reused"
-    else:
-        table = pq.read_table(corpus.path, columns=["text", "cluster"])
-        truth = ground_truth(table, args.threshold, sample=args.truth_sample)
-        del table
-        meta = {k: v for k, v in truth.__dict__.items() if k != "labels"}
-        np.savez(truth_path, labels=truth.labels, meta=json.dumps(meta))
-        how = "computed"
-    print(
-        f"ground truth {how} in {time.perf_counter() - t0:.1f} s: {truth.similar_pairs:,} similar pairs, "
-        f"{truth.true_pairs:,} true pairs; cross-cluster check: {truth.sample_cross_pairs} of "
-        f"{truth.sample_within_pairs + truth.sample_cross_pairs} similar pairs "
-        f"in a {truth.sample_docs}-doc sample",
-        flush=True,
-    )
-    print(f"bands x rows = {args.bands} x {args.rows}; tools: {', '.join(tools)}", flush=True)
-
     out_path = Path(args.out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    rows: list[Row] = []
-    for tool in tools:
-        if tool == "mllib" and args.docs > args.mllib_max_docs:
-            rows.append(
-                Row(
-                    tool,
-                    args.docs,
-                    error=f"skipped: {args.docs:,} docs > --mllib-max-docs {args.mllib_max_docs:,}",
-                )
-            )
-            continue
-        work = Path(args.cache) / corpus.key / "runs" / tool
-        runner = run_neardup if tool.startswith("neardup") else run_peer
-        print(f"running {tool} ...", end=" ", flush=True)
-        best: tuple[Row, np.ndarray | None] | None = None
-        runs: list[Measure] = []
-        for _ in range(args.repeat):
-            shutil.rmtree(work, ignore_errors=True)  # also neardup's staging (resumable work) inside
-            work.mkdir(parents=True)
-            row, labels = runner(tool, corpus, work, args)
-            if row.measure:
-                runs.append(row.measure)
-            # Best of the repeats by wall time: the least disturbed by other work on the machine.
-            if best is None or (not row.error and (best[0].error or _wall(row) < _wall(best[0]))):
-                best = (row, labels)
-            if row.error:
-                break
-        assert best is not None
-        row, labels = best
-        row.repeats = sorted(runs, key=lambda m: m.wall)
-        if labels is not None:
-            s = score(labels, truth.labels)
-            row.scores = {"precision": s.precision, "recall": s.recall, "f1": s.f1, "ari": s.ari}
-            row.clusters, row.largest = s.duplicate_clusters, s.largest
-        rows.append(row)
-        m = row.measure
-        if row.error or m is None:
-            print(row.error, flush=True)
-        else:
-            print(
-                f"{m.wall:.1f} s wall, {m.cpu:.1f} s CPU, {m.peak_mb:,.0f} MB; "
-                f"P {row.scores['precision']:.4f} R {row.scores['recall']:.4f} ARI {row.scores['ari']:.4f}",
-                flush=True,
-            )
-        # Written after every tool: an interrupted run still leaves what it measured.
-        extra = [f"- load average (1/5/15 min) at start: {' / '.join(f'{x:.2f}' for x in load_before)}"]
-        out_path.write_text(render(rows, spec, truth, args, env, extra))
+    done: list[str] = []  # Markdown of the corpora finished
+    for name in names:
+        fields = {**CORPORA[name], **({"mean_chars": args.mean_chars} if args.mean_chars else {})}
+        spec = CorpusSpec(num_docs=args.docs, seed=args.seed, **fields)
+        t0 = time.perf_counter()
+        corpus, reused = ensure_corpus(spec, Path(args.cache), num_shards=args.workers)
+        print(
+            f"corpus {name}: {corpus.path} ({'reused' if reused else 'generated'}, "
+            f"{time.perf_counter() - t0:.1f} s)",
+            flush=True,
+        )
+        stats = corpus_stats(corpus)
+        t0 = time.perf_counter()
+        truth, how = cached_truth(corpus, args.threshold, args.truth_sample)
+        print(
+            f"ground truth {how} in {time.perf_counter() - t0:.1f} s: {truth.similar_pairs:,} similar pairs, "
+            f"{truth.true_pairs:,} true pairs; cross-cluster check: {truth.sample_cross_pairs} of "
+            f"{truth.sample_within_pairs + truth.sample_cross_pairs} similar pairs "
+            f"in a {truth.sample_docs}-doc sample",
+            flush=True,
+        )
+        print(f"bands x rows = {args.bands} x {args.rows}; tools: {', '.join(tools)}", flush=True)
+        rows: list[Row] = []
+        for tool in tools:
+            rows.append(run_tool(tool, corpus, truth, args))
+            # Written after every tool: an interrupted run still leaves what it measured.
+            extra = [f"- load average (1/5/15 min) at start: {' / '.join(f'{x:.2f}' for x in load_before)}"]
+            section = render_corpus(rows, name, spec, stats, truth, args)
+            out_path.write_text("\n".join([*done, *section, *render_footer(args, env, extra)]))
+        done += render_corpus(rows, name, spec, stats, truth, args)
 
     extra = [
         f"- load average (1/5/15 min) at start: {' / '.join(f'{x:.2f}' for x in load_before)}, "
         f"at end: {' / '.join(f'{x:.2f}' for x in os.getloadavg())} (other work shares this machine)",
     ]
-    text = render(rows, spec, truth, args, env, extra)
+    text = "\n".join([*done, *render_footer(args, env, extra)])
     out_path.write_text(text)
     print()
     print(text)

@@ -4,10 +4,11 @@
     python bench/e2e_tools.py TOOL --corpus FILE --shards DIR --work DIR --labels OUT.npy
                               --info OUT.json [--bands B --rows R --num-perm K --threshold T]
 
-TOOL is datasketch, datasketch-verify, rensa, rensa-verify, datatrove or mllib. Writes one
-int64 cluster label per corpus row (row order of --corpus) to --labels, and the tool's
-own phase timings and notes to --info. Everything the tool needs, reading the corpus
-included, happens inside this process, so its wall time and memory are the tool's.
+TOOL is datasketch, datasketch-verify, rensa, rensa-verify, rensa-mp, rensa-mp-verify,
+datatrove or mllib. Writes one int64 cluster label per corpus row (row order of --corpus)
+to --labels, and the tool's own phase timings and notes to --info. Everything the tool
+needs, reading the corpus included, happens inside this process and its children, so the
+wall time and memory of its process tree are the tool's.
 neardup is not run through here: bench/e2e.py times its command line directly.
 
 Every tool gets the same shingles as neardup and the ground truth: NFKC, lowercase,
@@ -26,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testkit"))
 
 import argparse
 import json
+import multiprocessing
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -38,6 +40,7 @@ import pyarrow.parquet as pq
 from neardup_testkit.truth import NGRAM, components
 
 SEED = 1
+BATCH_ROWS = 8192  # documents per batch handed to a peer's batch constructor
 
 
 class Phases:
@@ -52,15 +55,49 @@ class Phases:
         try:
             yield
         finally:
-            self.seconds[name] = round(time.perf_counter() - start, 3)
+            # Accumulates: a phase timed once per batch reports its total.
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - start, 3)
 
 
 def word_shingles(text: str) -> list[str]:
-    """Word 5-grams of the normalized text (the whole text when it has fewer than 5 words)."""
-    words = unicodedata.normalize("NFKC", text).lower().split()
+    """Word 5-grams of the normalized text (the whole text when it has fewer than 5 words).
+
+    Written as fast as plain Python goes, as the peers' users write it (rensa's README and
+    benchmarks: `text.lower().split()`, then the n-grams joined into strings): NFKC only
+    for non-ASCII text (it is the identity on ASCII, and `str.isascii` costs nothing), and
+    the n-grams by `map(" ".join, zip(...))`, a third cheaper than joining list slices.
+    The peers spend most of their time here, not in their MinHash code (bench/README.md).
+    """
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    words = text.lower().split()
     if len(words) < NGRAM:
         return [" ".join(words)] if words else []
-    return [" ".join(words[i : i + NGRAM]) for i in range(len(words) - NGRAM + 1)]
+    # The shortest slice (words[4:]) ends the zip: len(words) - 4 n-grams.
+    return list(map(" ".join, zip(*(words[i:] for i in range(NGRAM)), strict=False)))
+
+
+def text_batches(corpus: str, rows: int = BATCH_ROWS) -> Iterator[list[str]]:
+    """The corpus's texts in row order, `rows` at a time: a user's loop over a large file
+    (the whole corpus as Python strings would double the peers' memory)."""
+    for batch in pq.ParquetFile(corpus).iter_batches(batch_size=rows, columns=["text"]):
+        yield batch.column(0).to_pylist()
+
+
+def shingled_batches(corpus: str, phases: Phases) -> Iterator[Iterator[list[str]]]:
+    """Each batch of `text_batches`, timed as the phase "read", as a lazy stream of its
+    documents' shingle lists for a peer's batch constructor. Lazy on purpose: each
+    document's shingles are hashed while still in cache and freed at once. A materialized
+    list would let rensa hash tokens on one thread while it signs on another, but signing
+    is a tenth of the work here and the list's memory traffic costs more CPU than that
+    saves (bench/README.md)."""
+    batches = text_batches(corpus)
+    while True:
+        with phases("read"):
+            texts = next(batches, None)
+        if texts is None:
+            return
+        yield map(word_shingles, texts)
 
 
 def _pairs_to_labels(n: int, a: list[int], b: list[int]) -> np.ndarray:
@@ -72,14 +109,18 @@ def _pairs_to_labels(n: int, a: list[int], b: list[int]) -> np.ndarray:
 
 
 def _cluster(
-    sigs: Sequence[Any], found: Iterable[Iterable[int]], threshold: float, verify: bool, phases: Phases
+    sigs: Sequence[Any],
+    query: Callable[[], Iterable[Iterable[int]]],
+    threshold: float,
+    verify: bool,
+    phases: Phases,
 ) -> tuple[np.ndarray, int, int | None]:
     """Query results (document i -> its LSH matches) -> cluster labels, with optional
     verification of each pair by the signatures' own Jaccard estimate; the peers' shared tail."""
     a: list[int] = []
     b: list[int] = []
     with phases("query"):
-        for i, matches in enumerate(found):
+        for i, matches in enumerate(query()):
             for j in matches:
                 if j > i:
                     a.append(i)
@@ -98,30 +139,29 @@ def _cluster(
 def run_datasketch(
     args: argparse.Namespace, phases: Phases, verify: bool
 ) -> tuple[np.ndarray, dict[str, Any]]:
+    """datasketch's bulk path (`MinHash.bulk`: one set of permutations for every document)
+    with a C hash function instead of its default SHA-1, as its documentation suggests for
+    speed (`hashfunc`); xxhash also takes str, so the shingles need no encoding."""
     from datasketch import MinHash, MinHashLSH
+    from xxhash import xxh32_intdigest
 
-    with phases("read"):
-        texts = pq.read_table(args.corpus, columns=["text"]).column("text").to_pylist()
-    with phases("sign"):
-        # MinHash.generator reuses one set of permutations: datasketch's bulk path.
-        sigs = list(
-            MinHash.generator(
-                ([s.encode() for s in word_shingles(t)] for t in texts), num_perm=args.num_perm, seed=SEED
-            )
-        )
-    del texts
+    sigs: list[Any] = []
+    for tokens in shingled_batches(args.corpus, phases):
+        with phases("shingle+sign"):
+            sigs += MinHash.bulk(tokens, num_perm=args.num_perm, seed=SEED, hashfunc=xxh32_intdigest)
     with phases("index"):
         lsh = MinHashLSH(threshold=args.threshold, num_perm=args.num_perm, params=(args.bands, args.rows))
         with lsh.insertion_session() as session:
             for i, m in enumerate(sigs):
                 session.insert(i, m, check_duplication=False)
     labels, candidates, verified = _cluster(
-        sigs, (lsh.query(m) for m in sigs), args.threshold, verify, phases
+        sigs, lambda: (lsh.query(m) for m in sigs), args.threshold, verify, phases
     )
     info = {
         "candidate_pairs": candidates,
         "verified_pairs": verified,
-        "notes": f"MinHash affine32, {args.num_perm} perms, LSH {args.bands}x{args.rows}; one process"
+        "notes": f"MinHash.bulk affine32 with xxh32 per {BATCH_ROWS} documents, "
+        f"{args.num_perm} perms, LSH {args.bands}x{args.rows}; one process"
         + ("; pairs verified by signature Jaccard" if verify else "; no verification"),
     }
     return labels, info
@@ -130,28 +170,56 @@ def run_datasketch(
 # --------------------------------------------------------------------------- rensa
 
 
-def run_rensa(args: argparse.Namespace, phases: Phases, verify: bool) -> tuple[np.ndarray, dict[str, Any]]:
+def run_rensa(
+    args: argparse.Namespace, phases: Phases, verify: bool, processes: int = 1
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """rensa's documented batch path: `RMinHash.from_token_sets` over a batch of documents
+    per call, then `RMinHashLSH.insert_many` and `query_all`. With `processes` > 1 (the
+    rensa-mp rows), Parquet row groups are shingled and signed in a process pool: what a
+    user can add for more cores, which rensa's documentation does not describe (its own
+    threads only hash the tokens, a tenth of the work here)."""
     from rensa import RMinHash, RMinHashLSH
 
     # RMinHashLSH requires num_perm divisible by the band count: sign with exactly b x r slots.
     num_perm = args.bands * args.rows
-    with phases("read"):
-        texts = pq.read_table(args.corpus, columns=["text"]).column("text").to_pylist()
-    with phases("sign"):
-        sigs = RMinHash.from_token_sets((word_shingles(t) for t in texts), num_perm, SEED)
-    del texts
+    sigs: list[Any] = []
+    if processes > 1:
+        groups = pq.ParquetFile(args.corpus).metadata.num_row_groups
+        jobs = [(args.corpus, g, num_perm) for g in range(groups)]
+        # fork: the pool's function lives in this script, which other start methods re-import by path.
+        with phases("read+shingle+sign"), multiprocessing.get_context("fork").Pool(processes) as pool:
+            for part in pool.imap(_rensa_row_group, jobs):  # imap keeps row order
+                sigs += part
+    else:
+        for tokens in shingled_batches(args.corpus, phases):
+            with phases("shingle+sign"):
+                sigs += RMinHash.from_token_sets(tokens, num_perm, SEED)
     with phases("index"):
         lsh = RMinHashLSH(args.threshold, num_perm, args.bands)
         lsh.insert_many(sigs, 0)
-    labels, candidates, verified = _cluster(sigs, lsh.query_all(sigs), args.threshold, verify, phases)
+    labels, candidates, verified = _cluster(sigs, lambda: lsh.query_all(sigs), args.threshold, verify, phases)
+    how = (
+        f"row groups in a pool of {processes} processes"
+        if processes > 1
+        else f"per {BATCH_ROWS} documents; one Python process"
+    )
     info = {
         "candidate_pairs": candidates,
         "verified_pairs": verified,
-        "notes": f"RMinHash {num_perm} perms (b x r: rensa needs num_perm % bands == 0), "
-        f"LSH {args.bands}x{args.rows}; one process"
+        "notes": f"RMinHash.from_token_sets {how}, {num_perm} perms "
+        f"(b x r: rensa needs num_perm % bands == 0), LSH {args.bands}x{args.rows}"
         + ("; pairs verified by signature Jaccard" if verify else "; no verification"),
     }
     return labels, info
+
+
+def _rensa_row_group(job: tuple[str, int, int]) -> list[Any]:
+    """Signatures of one Parquet row group (a pool task of run_rensa; RMinHash pickles)."""
+    from rensa import RMinHash
+
+    corpus, group, num_perm = job
+    texts = pq.ParquetFile(corpus).read_row_group(group, columns=["text"]).column(0).to_pylist()
+    return list(RMinHash.from_token_sets(map(word_shingles, texts), num_perm, SEED))
 
 
 # --------------------------------------------------------------------------- datatrove
@@ -348,6 +416,8 @@ TOOLS: dict[str, Callable[[argparse.Namespace, Phases], tuple[np.ndarray, dict[s
     "datasketch-verify": lambda a, p: run_datasketch(a, p, verify=True),
     "rensa": lambda a, p: run_rensa(a, p, verify=False),
     "rensa-verify": lambda a, p: run_rensa(a, p, verify=True),
+    "rensa-mp": lambda a, p: run_rensa(a, p, verify=False, processes=a.workers),
+    "rensa-mp-verify": lambda a, p: run_rensa(a, p, verify=True, processes=a.workers),
     "datatrove": run_datatrove,
     "mllib": run_mllib,
 }

@@ -1,8 +1,10 @@
-"""The benchmark command: neardup against the tools a user would pick instead, on one
-generated corpus, scored against exact ground truth.
+"""The benchmark command: neardup against the tools a user would pick instead, on generated
+corpora (`synth`, and `realistic`: the lengths of held-out web text), scored against exact
+ground truth.
 
     pip install -e '.[bench]'
-    python jobs/benchmark.py --docs 100000 [--tools neardup,rensa,datasketch,datatrove,mllib]
+    python jobs/benchmark.py --docs 100000 [--corpus synth,realistic]
+                             [--tools neardup,rensa,rensa-mp,datasketch,datatrove,mllib]
     python jobs/benchmark.py kernels [--docs 2000]     # microseconds per document to a signature
     python jobs/benchmark.py memory [--sweep]          # memory per stage, smallest heap
     python jobs/benchmark.py realtext                  # the guard on this machine's licences and docs
