@@ -1,5 +1,5 @@
-"""The command line: `neardup dedup|tune|evaluate|index ...` (also `python -m neardup`,
-jobs/dedup.py).
+"""The command line: `neardup dedup|tune|evaluate|decontaminate|index ...` (also
+`python -m neardup`, jobs/dedup.py).
 
 Thin: parse arguments, build the config and the session, call the pipeline, and
 turn failures into one line on stderr with a distinct exit code
@@ -50,7 +50,11 @@ def _add_input(p: argparse.ArgumentParser, required: bool) -> None:
 def _add_config(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", action="append", default=[], metavar="FILE", help="YAML overlay; repeatable")
     p.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="config override; repeatable"
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override, the value in YAML (a list: 'survivor.priority=[a, b]'); repeatable",
     )
 
 
@@ -82,7 +86,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="also deduplicate against this index (neardup index build); indexed documents are never removed",
     )
     _add_session(d)
-    _add_index_parser(sub)
     t = sub.add_parser(
         "tune",
         help="the bands and rows dedup would use, their S-curve and error areas; "
@@ -135,7 +138,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--json", action="store_true", help="print JSON instead of a table")
     _add_session(e)
+    _add_decontaminate(sub)
+    _add_index_parser(sub)
     return parser
+
+
+def _add_decontaminate(sub: Any) -> None:
+    x = sub.add_parser(
+        "decontaminate",
+        help="remove the documents that contain evaluation data: a run of n words shared with a "
+        "reference item, or a near-duplicate of one",
+    )
+    _add_input(x, required=True)
+    x.add_argument(
+        "--reference",
+        required=True,
+        metavar="PATH",
+        help="the evaluation sets: a Parquet or JSON Lines file, or a directory of them",
+    )
+    x.add_argument(
+        "--reference-format", choices=["parquet", "jsonl"], help="reference format (default: from the path)"
+    )
+    x.add_argument("--reference-id-col", help="the reference's id column (default: the input's)")
+    x.add_argument("--reference-text-col", help="the reference's text column (default: the input's)")
+    x.add_argument(
+        "--output", required=True, help="output directory (kept/, removed/, matches/, rejected/, report.json)"
+    )
+    _add_config(x)
+    x.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_session(x)
 
 
 def _add_index_parser(sub: Any) -> None:
@@ -451,7 +482,51 @@ def _evaluate(args: argparse.Namespace, run: _Run) -> int:
     return EXIT_OK
 
 
-_COMMANDS = {"dedup": _dedup, "tune": _tune, "evaluate": _evaluate, "index": _index}
+def _decontaminate(args: argparse.Namespace, run: _Run) -> int:
+    overrides = _input_overrides(args)
+    flags = {
+        "reference_format": args.reference_format,
+        "reference_id_col": args.reference_id_col,
+        "reference_text_col": args.reference_text_col,
+    }
+    if any(v is not None for v in flags.values()):
+        overrides["decontaminate"] = {k: v for k, v in flags.items() if v is not None}
+    if args.overwrite:
+        overrides["output"] = {"overwrite": True}
+    cfg = _load_config(args, overrides)
+    spark = _session(args, cfg, run)
+    from neardup import decontaminate
+
+    params = decontaminate.decon_params(cfg)
+    ngram = f"{params.ngram} words in a row" if params.ngram else "no n-grams"
+    near = (
+        f"near-duplicates at {params.threshold:.2f} ({params.verify})"
+        if params.threshold
+        else "no near-duplicates"
+    )
+    log.info(
+        "neardup %s decontaminate on %s: input %s, reference %s; %s, %s",
+        __version__,
+        spark.sparkContext.master,
+        args.input,
+        args.reference,
+        ngram,
+        near,
+    )
+    if run.started.jvm_log is not None:
+        log.info("Spark's own log: %s (kept if the run fails; --debug shows it here)", run.started.jvm_log)
+    result = decontaminate.run(spark, cfg, args.input, args.reference, args.output)
+    print(decontaminate.summary(result.output, result.report))
+    return EXIT_OK
+
+
+_COMMANDS = {
+    "dedup": _dedup,
+    "tune": _tune,
+    "evaluate": _evaluate,
+    "decontaminate": _decontaminate,
+    "index": _index,
+}
 
 
 def _quiet_python_side(spark: Any) -> None:

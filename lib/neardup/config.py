@@ -15,6 +15,7 @@ import copy
 import dataclasses
 import math
 import warnings
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -24,15 +25,17 @@ import yaml
 
 from neardup.errors import UsageError
 from neardup.kernels.bands import bands_for_recall, candidate_probability, optimal_bands
+from neardup.kernels.decon import VERIFY_METHODS as DECON_VERIFY
 from neardup.kernels.hashing import UNITS
 from neardup.kernels.minhash import METHODS
+from neardup.kernels.policy import POLICIES, PRIORITY, THEN_POLICIES
 from neardup.runtime.memory import GiB, KiB, parse_size
 
 FORMATS = ("auto", "parquet", "jsonl", "csv", "table")
 MALFORMED = ("fail", "reject")
 VERIFY_METHODS = ("exact", "signature", "none")
 BACKENDS = ("auto", "builtin", "graphframes")
-POLICIES = ("longest", "earliest", "quality")
+REFERENCE_FORMATS = ("auto", "parquet", "jsonl")
 REDACTED = "*** redacted ***"
 # report.html shows each sampled cluster's texts: a bound keeps what the driver collects small.
 MAX_SAMPLE_CLUSTERS = 20
@@ -170,12 +173,54 @@ class ComponentsConfig:
 @dataclasses.dataclass(frozen=True)
 class SurvivorConfig:
     policy: str = "longest"
-    column: str | None = None
+    column: str | None = None  # earliest / quality read it, as the policy or as survivor.then
+    # priority: the column whose values are ranked, and their order, best first. A column of
+    # its own, not survivor.column: priority with then: quality reads both at once.
+    priority_column: str | None = None
+    priority: tuple[str, ...] = ()
+    then: str = "longest"  # breaks priority's ties (before the smallest id)
 
     def __post_init__(self) -> None:
         _choice("survivor.policy", self.policy, POLICIES)
+        _choice("survivor.then", self.then, THEN_POLICIES)
+        # Values are compared as text (the column's value cast to a string), so YAML
+        # integers are kept as their digits; a list given to dataclasses.replace too.
+        object.__setattr__(self, "priority", _priority_values(self.priority))
         if self.policy == "quality" and not self.column:
             raise UsageError("config key survivor.column is required when survivor.policy is quality")
+        if self.policy != PRIORITY:
+            return
+        if not self.priority_column:
+            raise UsageError(
+                "config key survivor.priority_column is required when survivor.policy is priority"
+            )
+        if not self.priority:
+            raise UsageError(
+                "config key survivor.priority must list at least one value when survivor.policy is priority"
+            )
+        if self.then == "quality" and not self.column:
+            raise UsageError("config key survivor.column is required when survivor.then is quality")
+
+
+def _priority_values(values: Any) -> tuple[str, ...]:
+    """survivor.priority as a tuple of strings: a list of strings or integers, no repeats."""
+    if isinstance(values, str) or not isinstance(values, list | tuple):
+        raise UsageError(
+            f"config key survivor.priority must be a list such as [wikipedia, books, web], not {values!r}"
+        )
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, str | int):
+            raise UsageError(
+                f"config key survivor.priority holds {v!r}: its values must be strings or integers"
+                " (quote dates and decimals)"
+            )
+    out = tuple(str(v) for v in values)
+    repeated = sorted(v for v, n in Counter(out).items() if n > 1)
+    if repeated:
+        raise UsageError(
+            f"config key survivor.priority lists {', '.join(map(repr, repeated))} more than once"
+        )
+    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,6 +257,54 @@ class ReportConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class DecontaminateConfig:
+    """`neardup decontaminate`: what removes a corpus document, and how the reference
+    (the evaluation sets) is read and bounded."""
+
+    ngram_matching: bool = True
+    ngram: int = 13
+    near_duplicates: bool = True
+    threshold: float | None = None  # None: the verify threshold
+    verify: str = "exact"
+    reference_format: str = "auto"
+    reference_id_col: str | None = None  # None: input.id_col
+    reference_text_col: str | None = None  # None: input.text_col
+    max_reference_bytes: str = "32m"
+
+    def __post_init__(self) -> None:
+        if not self.ngram_matching and not self.near_duplicates:
+            raise UsageError(
+                "config keys decontaminate.ngram_matching and decontaminate.near_duplicates are both "
+                "false: nothing would be removed"
+            )
+        _within("decontaminate.ngram", self.ngram, 1, 1000)
+        t = self.threshold
+        if t is not None and (not 0.0 < t <= 1.0 or math.isnan(t)):
+            raise UsageError(f"config key decontaminate.threshold must be in (0, 1], not {t}")
+        _choice("decontaminate.verify", self.verify, DECON_VERIFY)
+        _choice("decontaminate.reference_format", self.reference_format, REFERENCE_FORMATS)
+        for key in ("reference_id_col", "reference_text_col"):
+            if getattr(self, key) == "":
+                raise UsageError(f"config key decontaminate.{key} must not be empty (null: the input's)")
+        try:
+            size = parse_size(self.max_reference_bytes)
+        except ValueError:
+            raise UsageError(
+                "config key decontaminate.max_reference_bytes must be a size such as 32m, "
+                f"not {self.max_reference_bytes!r}"
+            ) from None
+        if not KiB <= size <= 2 * GiB:
+            raise UsageError(
+                "config key decontaminate.max_reference_bytes must be in 1k..2g, "
+                f"not {self.max_reference_bytes}"
+            )
+
+    def reference_columns(self, inp: InputConfig) -> tuple[str, str]:
+        """The reference's (id, text) columns: its own keys, else the input's."""
+        return self.reference_id_col or inp.id_col, self.reference_text_col or inp.text_col
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     """The resolved configuration. `bands`/`rows` are always set once built."""
 
@@ -228,6 +321,7 @@ class Config:
     memory: MemoryConfig
     report: ReportConfig
     spark: Mapping[str, str]
+    decontaminate: DecontaminateConfig = dataclasses.field(default_factory=DecontaminateConfig)
 
     def __post_init__(self) -> None:
         b, r, k = self.lsh.bands, self.lsh.rows, self.minhash.num_perm
@@ -237,6 +331,14 @@ class Config:
             )
         if self.survivor.column is not None and self.survivor.column == self.input.text_col:
             raise UsageError("config key survivor.column must not be the text column")
+        if self.survivor.priority_column is not None and self.survivor.priority_column == self.input.text_col:
+            raise UsageError("config key survivor.priority_column must not be the text column")
+        ref_id, ref_text = self.decontaminate.reference_columns(self.input)
+        if ref_id == ref_text:
+            raise UsageError(
+                f"config keys decontaminate.reference_id_col and reference_text_col name the same column "
+                f"{ref_id!r} (null means input.id_col and input.text_col)"
+            )
 
     @property
     def bands(self) -> int:
@@ -257,6 +359,14 @@ class Config:
     def verify_threshold(self) -> float:
         t = self.verify.threshold
         return self.lsh.threshold if t is None else t
+
+    @property
+    def decontaminate_threshold(self) -> float | None:
+        """The near-duplicate threshold of `neardup decontaminate`; None when that matching is off."""
+        if not self.decontaminate.near_duplicates:
+            return None
+        t = self.decontaminate.threshold
+        return self.verify_threshold if t is None else t
 
     @property
     def guard_threshold(self) -> float | None:
@@ -299,6 +409,19 @@ class Config:
                 f"guard.threshold = {self.guard.threshold} is above the verify threshold "
                 f"{self.verify_threshold}: the guard splits off members that verification joined directly"
             )
+        s = self.survivor
+        if s.policy != PRIORITY and (s.priority_column or s.priority or s.then != "longest"):
+            found.append(
+                "survivor.priority_column, survivor.priority and survivor.then are read only when "
+                f"survivor.policy is priority, and it is {s.policy}"
+            )
+        dt = self.decontaminate_threshold if self.decontaminate.threshold is not None else None
+        if dt is not None and (p := float(candidate_probability(dt, self.bands, self.rows))) < 0.9:
+            found.append(
+                f"decontaminate.threshold = {dt} with {self.bands} x {self.rows} bands (chosen for "
+                f"lsh.threshold = {t}): a reference copy at {dt} becomes a candidate with probability "
+                f"{p:.2f} only; set lsh.threshold to {dt} as well"
+            )
         if self.verify.method == "signature" and k < 64:
             found.append(
                 f"verify.method = signature with minhash.num_perm = {k}: the estimate is off by more "
@@ -332,6 +455,7 @@ _SECTIONS: dict[str, type] = {
     "output": OutputConfig,
     "memory": MemoryConfig,
     "report": ReportConfig,
+    "decontaminate": DecontaminateConfig,
 }
 
 

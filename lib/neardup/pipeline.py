@@ -71,7 +71,7 @@ from neardup.stages.against import (
 )
 from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
-from neardup.stages.exact import group_exact
+from neardup.stages.exact import exact_groups, group_exact
 from neardup.stages.guard import GuardStats, guard_clusters
 from neardup.stages.lsh import band_rows, candidate_edges
 from neardup.stages.read import (
@@ -87,8 +87,8 @@ from neardup.stages.read import (
 from neardup.stages.report import gather
 from neardup.stages.sample import Sample, draw_sample
 from neardup.stages.sign import sign_documents, sign_params
-from neardup.stages.survivors import assign_members, choose_survivors
-from neardup.stages.verify import verify_pairs
+from neardup.stages.survivors import assign_members, choose_survivors, cluster_sizes
+from neardup.stages.verify import endpoint_texts, verify_pairs
 from neardup.stages.write import write_outputs
 
 log = logging.getLogger("neardup")
@@ -188,7 +188,7 @@ def fingerprints(
 
 
 @dataclass
-class _Run:
+class RunContext:
     """One run's context: session, config, paths, the work directory, the stage log, and
     the frames cached along the way (unpersisted at the end)."""
 
@@ -234,9 +234,9 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str, against:
     summary: Summary | None = None
     # An index built with other parameters is refused before any work.
     index = open_index(spark, against, sign_params(cfg), cfg.verify.method) if against else None
-    with _opened(spark, cfg, input_path, output) as r:
+    with opened_run(spark, cfg, input_path, output) as r:
         r.index = index
-        inp = r.stage("read", input_path, _read)
+        inp = r.stage("read", input_path, read_stage)
         if index is not None:
             r.stage("index", index.shown, _check_index, inp)
         signed = r.stage("sign", count(inp.rows - inp.malformed_rows, "documents"), _sign, inp)
@@ -251,17 +251,16 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str, against:
         edges = r.stage("verify", count(pairs, "candidates"), _verify, inp, signed, candidates)
         components = r.stage("components", count(edges.rows, "edges"), _components, edges)
         chosen = r.stage("survivors", count(edges.rows, "edges"), _survivors, exact, edges, components)
-        members = count(signed.signed, "documents")
-        assigned = r.stage("guard", members, _guard, inp, signed, exact, edges, chosen)
-        written = f"{assigned.kept:,} kept / {signed.signed - assigned.kept:,} removed"
-        r.stage("write", written, _write, inp, exact, assigned)
+        guarded = r.stage("guard", count(chosen.rows, "clustered"), _guard, inp, signed, exact, edges, chosen)
+        written = f"{guarded.kept:,} kept / {signed.signed - guarded.kept:,} removed"
+        r.stage("write", written, _write, inp, exact, edges, guarded)
         r.stage("check", count(inp.rows, "rows"), _check, inp)
         if cfg.report.html:
             about = f"{count(inp.rows, 'rows')}, {count(edges.rows, 'edges')}"
             summary = r.stage("report", about, _gather_report, inp, edges)
     report = _report(r, started, inp)
     files = {"report.html": _render_html(report, summary)} if summary is not None else {}
-    _publish(r.fs, r.paths, report, files)
+    publish(r.fs, r.paths, report, files)
     return Result(r.paths.output, report)
 
 
@@ -287,7 +286,7 @@ def sample(spark: SparkSession, cfg: Config, input_path: str, size: int, max_byt
 
 
 @dataclass(frozen=True)
-class _Input:
+class ReadResult:
     source: DataFrame  # the input rows with an id, every column as read
     docs: DataFrame  # (_id, _text, _rank)
     rows: int  # every input row, malformed lines included
@@ -328,7 +327,7 @@ def open_input(spark: SparkSession, cfg: Config, input_path: str) -> Opened:
     return Opened(inp, row_check, files, profile)
 
 
-def _read(r: _Run) -> tuple[_Input, Counts]:
+def read_stage(r: RunContext) -> tuple[ReadResult, Counts]:
     """Read and check the input, size the batches from it, fingerprint the run."""
     opened = open_input(r.spark, r.cfg, r.input_path)
     inp, row_check = opened.inp, opened.check
@@ -345,7 +344,7 @@ def _read(r: _Run) -> tuple[_Input, Counts]:
     rows = row_check.rows + row_check.malformed
     source = opened.source
     docs = documents(source, r.cfg)
-    read = _Input(source, docs, rows, batches, params, fps, malformed, row_check.malformed)
+    read = ReadResult(source, docs, rows, batches, params, fps, malformed, row_check.malformed)
     counts = {"input": rows, "malformed": row_check.malformed} if row_check.malformed else {"input": rows}
     return read, counts
 
@@ -381,7 +380,7 @@ class _Signed:
     signed: int  # rows with a signature (not rejected)
 
 
-def _sign(r: _Run, inp: _Input) -> tuple[_Signed, Counts]:
+def _sign(r: RunContext, inp: ReadResult) -> tuple[_Signed, Counts]:
     keep_sigs = r.cfg.verify.method == "signature"
     signed = r.work.materialize(
         "signatures", inp.fps.signatures, lambda: sign_documents(inp.docs, inp.params, keep_sigs)
@@ -396,32 +395,37 @@ def _sign(r: _Run, inp: _Input) -> tuple[_Signed, Counts]:
 @dataclass(frozen=True)
 class _Exact:
     members: DataFrame  # (_id, _rep, _len, _rank): every signed document
+    groups: DataFrame  # (_rep, _copies): the exact groups with copies
     reps: DataFrame  # the signed rows of the exact groups' representatives
     rejected: DataFrame  # (_id, reason)
     copies: int  # exact duplicates (members that are not their group's representative)
     rejected_rows: int
 
 
-def _exact(r: _Run, signed: _Signed) -> tuple[_Exact, Counts]:
+def _exact(r: RunContext, signed: _Signed) -> tuple[_Exact, Counts]:
     accepted = signed.frame.filter(F.col(C.REASON).isNull())
     rejected = r.keep(signed.frame.filter(F.col(C.REASON).isNotNull()).select(C.DOC_ID, C.REASON))
     members = r.keep(group_exact(accepted, r.cfg))
+    groups = r.keep(exact_groups(members))
+    total = groups.agg(F.sum(C.COPIES)).first()
+    n_copies = int(total[0] or 0) if total is not None else 0
     copies = members.filter(F.col(C.REP) != F.col(C.DOC_ID)).select(C.DOC_ID)
-    n_copies = copies.count()
     if broadcastable(n_copies):
         copies = F.broadcast(copies)
     # The representatives of exact groups are what LSH bands and verification compare.
     reps = accepted.join(copies, C.DOC_ID, "left_anti")
-    return _Exact(members, reps, rejected, n_copies, signed.rejected), {"exact_duplicates": n_copies}
+    return _Exact(members, groups, reps, rejected, n_copies, signed.rejected), {"exact_duplicates": n_copies}
 
 
 @dataclass(frozen=True)
 class _Edges:
     frame: DataFrame  # (src, dst[, similarity]), read back from _work/
     rows: int
+    # Exact verification: the candidates' ends' (_id, _text), kept for the guard's scoring.
+    texts: DataFrame | None = None
 
 
-def _candidates(r: _Run, inp: _Input, exact: _Exact) -> tuple[_Edges, Counts]:
+def _candidates(r: RunContext, inp: ReadResult, exact: _Exact) -> tuple[_Edges, Counts]:
     cap = r.cfg.lsh.all_pairs_up_to
     candidates = r.work.materialize(
         "candidates", inp.fps.candidates, lambda: candidate_edges(exact.reps, cap)
@@ -430,7 +434,7 @@ def _candidates(r: _Run, inp: _Input, exact: _Exact) -> tuple[_Edges, Counts]:
     return _Edges(candidates, n), {"candidate_pairs": n}
 
 
-def _check_index(r: _Run, inp: _Input) -> tuple[None, Counts]:
+def _check_index(r: RunContext, inp: ReadResult) -> tuple[None, Counts]:
     """The batch's ids against the index's: of the same type, and none of them indexed
     already (an indexed document is never deduplicated again, and ids name one document)."""
     index = r.index
@@ -447,11 +451,11 @@ class _Against:
     edges: _Edges  # (src, dst, _index_id) between batch representatives and indexed documents
     nodes: DataFrame  # (_id): the indexed documents among them, the only ones verification reads
     n_nodes: int
-    # Their texts (exact) or signatures (signature), read once for verify and the guard.
-    sources: DataFrame | None = None
+    # Their signatures (signature verification), read once for verify and the guard.
+    signatures: DataFrame | None = None
 
 
-def _against(r: _Run, inp: _Input, exact: _Exact, n_reps: int) -> tuple[_Against, Counts]:
+def _against(r: RunContext, inp: ReadResult, exact: _Exact, n_reps: int) -> tuple[_Against, Counts]:
     """Candidates between the batch's representatives and the indexed documents."""
     index = r.index
     assert index is not None and inp.fps.against is not None
@@ -471,45 +475,51 @@ def _against(r: _Run, inp: _Input, exact: _Exact, n_reps: int) -> tuple[_Against
     return _Against(_Edges(edges, n), nodes, n_nodes), counts
 
 
-def _verify(r: _Run, inp: _Input, signed: _Signed, candidates: _Edges) -> tuple[_Edges, Counts]:
-    pairs, n = candidates.frame, candidates.rows
+def _sources(r: RunContext, inp: ReadResult, signed: _Signed) -> tuple[DataFrame, DataFrame]:
+    """(texts, signed rows) that verification and the guard score from: the batch's, and with
+    --against those of the indexed documents among the candidates (and of no other)."""
+    against, method = r.against, r.cfg.verify.method
+    if against is None or r.index is None or method == "none":
+        return inp.docs, signed.frame
+    small = broadcastable(against.n_nodes)
+    if method == "exact":  # the candidates' ends' texts are kept by _verify (endpoint_texts)
+        theirs = indexed_texts(r.spark, r.index, against.nodes, small)
+        return inp.docs.select(C.DOC_ID, C.TEXT).unionByName(theirs), signed.frame
+    if against.signatures is None:
+        against.signatures = r.keep(indexed_signatures(r.spark, r.index, against.nodes, small))
+    return inp.docs, signed.frame.select(C.DOC_ID, C.SIG).unionByName(against.signatures)
+
+
+def _verify(r: RunContext, inp: ReadResult, signed: _Signed, candidates: _Edges) -> tuple[_Edges, Counts]:
+    pairs, n_pairs = candidates.frame, candidates.rows
     if r.against is not None:
         pairs = pairs.unionByName(r.against.edges.frame.select(C.SRC, C.DST))
-        n += r.against.edges.rows
+        n_pairs += r.against.edges.rows
     docs, sigs = _sources(r, inp, signed)
+    # The group memberships and the ends: at most two per candidate.
+    small = broadcastable(2 * n_pairs)
+    texts = None
+    if r.cfg.verify.method == "exact":
+        # Kept (lazily: a resumed verify leaves it to the guard to compute, if it scores).
+        texts = r.keep(endpoint_texts(pairs, docs, small))
     edges = r.work.materialize(
         "edges",
         inp.fps.edges,
         lambda: verify_pairs(
             pairs,
             sigs,
-            docs,
+            texts if texts is not None else docs,
             inp.params,
             r.cfg.verify.method,
             r.cfg.verify_threshold,
-            # The group memberships: each candidate's two ends.
-            broadcast_ends=broadcastable(2 * n),
+            broadcast_ends=small,
         ),
     )
     n = edges.count()
-    return _Edges(edges, n), {"verified_pairs": n}
+    return _Edges(edges, n, texts), {"verified_pairs": n}
 
 
-def _sources(r: _Run, inp: _Input, signed: _Signed) -> tuple[DataFrame, DataFrame]:
-    """(texts, signed rows) that verification and the guard score from: the batch's, and with
-    --against those of the indexed documents among the candidates (and of no other)."""
-    against, method = r.against, r.cfg.verify.method
-    if against is None or r.index is None or method == "none":
-        return inp.docs, signed.frame
-    if against.sources is None:
-        read = indexed_texts if method == "exact" else indexed_signatures
-        against.sources = r.keep(read(r.spark, r.index, against.nodes, broadcastable(against.n_nodes)))
-    if method == "exact":
-        return inp.docs.select(C.DOC_ID, C.TEXT).unionByName(against.sources), signed.frame
-    return inp.docs, signed.frame.select(C.DOC_ID, C.SIG).unionByName(against.sources)
-
-
-def _components(r: _Run, edges: _Edges) -> tuple[DataFrame, Counts]:
+def _components(r: RunContext, edges: _Edges) -> tuple[DataFrame, Counts]:
     components, stats = connected_components(
         edges.frame.select(C.SRC, C.DST),
         backend=r.cfg.components.backend,
@@ -520,40 +530,47 @@ def _components(r: _Run, edges: _Edges) -> tuple[DataFrame, Counts]:
     return r.keep(components), counts
 
 
-def _survivors(r: _Run, exact: _Exact, edges: _Edges, components: DataFrame) -> tuple[DataFrame, Counts]:
+@dataclass(frozen=True)
+class _Chosen:
+    frame: DataFrame  # (_id, _kept_id): every representative in a cluster
+    rows: int
+
+
+def _survivors(r: RunContext, exact: _Exact, edges: _Edges, components: DataFrame) -> tuple[_Chosen, Counts]:
     # choose_survivors broadcasts the component nodes: at most two per verified edge.
     small = broadcastable(2 * edges.rows)
-    chosen = choose_survivors(_reps(r, exact), components, r.cfg, small, r.against is not None)
-    return r.keep(chosen), {}
+    chosen = r.keep(choose_survivors(_reps(r, exact), components, r.cfg, small, r.against is not None))
+    n = chosen.count()
+    return _Chosen(chosen, n), {"clustered": n}
 
 
-def _reps(r: _Run, exact: _Exact) -> DataFrame:
+def _reps(r: RunContext, exact: _Exact) -> DataFrame:
     """The nodes a survivor is chosen among: the exact groups' representatives, and with
     --against the indexed documents among the candidates (`_from_index`, which leads the
-    survivor order; they have no length or policy column)."""
+    survivor order; they have no length or policy columns)."""
     reps = exact.members.filter(F.col(C.REP) == F.col(C.DOC_ID))
     if r.against is None:
         return reps
-    types = {f.name: f.dataType for f in reps.schema.fields}
     indexed = r.against.nodes.select(
         C.DOC_ID,
-        F.col(C.DOC_ID).alias(C.REP),
-        F.lit(None).cast(types[C.LENGTH]).alias(C.LENGTH),
-        F.lit(None).cast(types[C.RANK]).alias(C.RANK),
+        *(F.lit(None).cast(f.dataType).alias(f.name) for f in reps.schema.fields if f.name != C.DOC_ID),
         F.lit(True).alias(C.FROM_INDEX),
-    )
+    ).withColumn(C.REP, F.col(C.DOC_ID))
     return reps.withColumn(C.FROM_INDEX, F.lit(False)).unionByName(indexed)
 
 
 @dataclass(frozen=True)
-class _Assigned:
-    frame: DataFrame  # (_id, _kept_id, status, _size, similarity): every signed document
-    kept: int
+class _Guarded:
+    frame: DataFrame  # (_id, _kept_id, similarity): every representative in a cluster
+    sizes: DataFrame  # (_kept_id, _size): cluster sizes, members counted
+    kept: int  # documents kept (signed ones)
 
 
 def _guard(
-    r: _Run, inp: _Input, signed: _Signed, exact: _Exact, edges: _Edges, chosen: DataFrame
-) -> tuple[_Assigned, Counts]:
+    r: RunContext, inp: ReadResult, signed: _Signed, exact: _Exact, edges: _Edges, chosen: _Chosen
+) -> tuple[_Guarded, Counts]:
+    """The over-merge guard, on representatives only; cluster sizes are summed from them
+    and the exact groups, so the members are not read here (they join once, in write)."""
     cfg = r.cfg
     small = broadcastable(2 * edges.rows)
     started = time.time()
@@ -561,13 +578,16 @@ def _guard(
     prefer = r.against is not None
     # No similarities to score with; but indexed documents, never removed, still need the rounds.
     if cfg.verify.method == "none" and not prefer:
-        guarded = chosen.withColumn(C.SIMILARITY, F.lit(None).cast("double"))
+        guarded = chosen.frame.withColumn(C.SIMILARITY, F.lit(None).cast("double"))
     else:
+        # Every pair the guard scores joins two documents of verified edges, whose texts
+        # exact verification kept.
         docs, sigs = _sources(r, inp, signed)
+        texts = edges.texts if edges.texts is not None else docs
 
         def score(pairs: DataFrame) -> DataFrame:
             # Every pair, whatever its score: threshold 0.
-            return verify_pairs(pairs, sigs, docs, inp.params, cfg.verify.method, 0.0, small)
+            return verify_pairs(pairs, sigs, texts, inp.params, cfg.verify.method, 0.0, small)
 
         def regroup(own_edges: DataFrame) -> DataFrame:
             found, _ = connected_components(
@@ -579,7 +599,7 @@ def _guard(
             return found
 
         guarded, stats = guard_clusters(
-            chosen,
+            chosen.frame,
             edges.frame,
             score=score,
             choose=lambda comps: choose_survivors(_reps(r, exact), comps, cfg, small, prefer),
@@ -590,17 +610,14 @@ def _guard(
             pinned=r.against.nodes if r.against is not None else None,
             small_pinned=r.against is not None and broadcastable(r.against.n_nodes),
         )
-    # What assign_members broadcasts: a row per clustered representative (at most two per
-    # verified edge) and a row per cluster or exact group with removed members.
-    bound = broadcastable(2 * edges.rows + exact.copies)
-    assigned = r.keep(assign_members(exact.members, guarded, bound))
-    after = _cluster_sizes(assigned)
+    sizes = r.keep(cluster_sizes(guarded.select(C.DOC_ID, C.KEPT_ID), exact.groups))
+    after = _size_figures(sizes)
+    kept = signed.signed - after["removed"]
     counts: Counts = {"clusters": after["clusters"], "largest_cluster": after["largest"]}
     if stats is not None:
         before = after["largest"]
         if stats.documents_rehomed:
-            unguarded = chosen.withColumn(C.SIMILARITY, F.lit(None).cast("double"))
-            before = _cluster_sizes(assign_members(exact.members, unguarded, bound))["largest"]
+            before = _size_figures(cluster_sizes(chosen.frame, exact.groups))["largest"]
         counts.update(
             guard_rounds=stats.rounds,
             clusters_split=stats.clusters_split,
@@ -619,33 +636,40 @@ def _guard(
             "largest_cluster_after": after["largest"],
             "seconds": round(time.time() - started, 3),
         }
-    return _Assigned(assigned, after["kept"]), counts
+    return _Guarded(r.keep(guarded), sizes, kept), counts
 
 
-def _cluster_sizes(assigned: DataFrame) -> dict[str, int]:
-    is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
-    sizes = assigned.agg(
-        F.sum((is_kept & (F.col("_size") > 1)).cast("long")).alias("clusters"),
-        F.max("_size").alias("largest"),
-        F.sum(is_kept.cast("long")).alias("kept"),
+def _size_figures(sizes: DataFrame) -> dict[str, int]:
+    """From (_kept_id, _size): clusters with more than one document, the largest, and the
+    documents removed (each cluster's size but its kept one)."""
+    size = F.col("_size")
+    row = sizes.agg(
+        F.sum((size > 1).cast("long")).alias("clusters"),
+        F.max(size).alias("largest"),
+        F.sum(size - 1).alias("removed"),
     ).first()
-    assert sizes is not None
+    assert row is not None
     return {
-        "clusters": int(sizes["clusters"] or 0),
-        "largest": int(sizes["largest"] or 1),
-        "kept": int(sizes["kept"] or 0),
+        "clusters": int(row["clusters"] or 0),
+        "largest": int(row["largest"] or 1),
+        "removed": int(row["removed"] or 0),
     }
 
 
-def _write(r: _Run, inp: _Input, exact: _Exact, assigned: _Assigned) -> tuple[None, Counts]:
+def _write(
+    r: RunContext, inp: ReadResult, exact: _Exact, edges: _Edges, guarded: _Guarded
+) -> tuple[None, Counts]:
+    # What assign_members broadcasts: a row per clustered representative (at most two per
+    # verified edge) and a row per cluster or exact group with removed members.
+    small = broadcastable(2 * edges.rows + exact.copies)
     write_outputs(
         inp.source,
         r.cfg,
-        assigned.frame,
+        assign_members(exact.members, guarded.frame, guarded.sizes, small),
         exact.rejected,
         {name: r.paths.staged(name) for name in ("clusters", "kept", "rejected")},
         writer_options(inp.batches, r.cfg.input.text_col),
-        broadcast_dropped=broadcastable(inp.rows - assigned.kept),
+        broadcast_dropped=broadcastable(inp.rows - guarded.kept),
         broadcast_rejected=broadcastable(exact.rejected_rows),
         malformed=inp.malformed,
         matched=r.against.nodes if r.against is not None else None,
@@ -654,7 +678,7 @@ def _write(r: _Run, inp: _Input, exact: _Exact, assigned: _Assigned) -> tuple[No
     return None, {}
 
 
-def _check(r: _Run, inp: _Input) -> tuple[None, Counts]:
+def _check(r: RunContext, inp: ReadResult) -> tuple[None, Counts]:
     read = r.spark.read.parquet
     staged = r.paths.staged
     counts = check_outputs(
@@ -669,7 +693,7 @@ def _check(r: _Run, inp: _Input) -> tuple[None, Counts]:
     return None, dict(counts)
 
 
-def _gather_report(r: _Run, inp: _Input, edges: _Edges) -> tuple[Summary, Counts]:
+def _gather_report(r: RunContext, inp: ReadResult, edges: _Edges) -> tuple[Summary, Counts]:
     summary = gather(
         r.spark.read.parquet(r.paths.staged("clusters")),
         edges.frame,
@@ -697,7 +721,7 @@ def _render_html(report: dict[str, Any], summary: Summary) -> bytes:
 
 
 @contextlib.contextmanager
-def _opened(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Iterator[_Run]:
+def opened_run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Iterator[RunContext]:
     """Check the paths, clear what a failed run left (but its finished stages), and yield
     the run's context; its cached frames and session settings are released at the end."""
     paths, fs = _paths(spark, input_path, output, cfg)
@@ -713,7 +737,7 @@ def _opened(spark: SparkSession, cfg: Config, input_path: str, output: str) -> I
     # UI, REST API, event log, the memory benchmark).
     groups = JobGroups(spark.sparkContext, run_id)
     stages = StageLog(groups.start)
-    r = _Run(spark, cfg, input_path, paths, fs, WorkDir(spark, fs, paths.work), stages, run_id)
+    r = RunContext(spark, cfg, input_path, paths, fs, WorkDir(spark, fs, paths.work), stages, run_id)
     try:
         yield r
     finally:
@@ -735,7 +759,7 @@ def _paths(spark: SparkSession, input_path: str, output: str, cfg: Config) -> tu
     return Paths(output=out, staging=f"{out}.neardup-staging"), fs
 
 
-def _report(r: _Run, started: float, inp: _Input) -> dict[str, Any]:
+def _report(r: RunContext, started: float, inp: ReadResult) -> dict[str, Any]:
     cfg, c = r.cfg, r.stages.counts
     return {
         "neardup_version": __version__,
@@ -771,7 +795,7 @@ def _report(r: _Run, started: float, inp: _Input) -> dict[str, Any]:
     }
 
 
-def _index_report(r: _Run) -> dict[str, Any]:
+def _index_report(r: RunContext) -> dict[str, Any]:
     """What report.json says of the index a --against run used."""
     assert r.index is not None
     m, c = r.index.manifest, r.stages.counts
@@ -787,7 +811,7 @@ def _index_report(r: _Run) -> dict[str, Any]:
     }
 
 
-def _publish(fs: FileSystem, paths: Paths, report: dict[str, Any], files: dict[str, bytes]) -> None:
+def publish(fs: FileSystem, paths: Paths, report: dict[str, Any], files: dict[str, bytes]) -> None:
     """Write report.json and `files` (report.html) into staging, move the checked staging
     directory into place; _SUCCESS last."""
     fs.delete(paths.work)

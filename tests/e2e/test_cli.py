@@ -207,7 +207,7 @@ def test_stderr_holds_neardup_lines_only(sample_run: tuple[Path, subprocess.Comp
                 ("candidates", f"candidate_pairs={n}"),
                 ("verify", f"verified_pairs={n}"),
                 ("components", "components_backend=builtin, components_iterations=\\d+"),
-                ("survivors", ""),
+                ("survivors", "clustered=260"),
                 (
                     "guard",
                     "clusters=181, largest_cluster=5, guard_rounds=2, clusters_split=3, documents_rehomed=3",

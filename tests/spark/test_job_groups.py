@@ -58,9 +58,9 @@ def _expected(rows: list[dict[str, Any]], input_path: str) -> dict[str, str]:
         "candidates": f"neardup: candidates {len(reps)} representatives",
         "verify": f"neardup: verify {len(equal)} candidates",
         "components": f"neardup: components {len(verified)} edges",
-        # survivors runs no job of its own: its window is planned there and runs within the
-        # guard's first job.
-        "guard": f"neardup: guard {len(signed)} documents",
+        "survivors": f"neardup: survivors {len(verified)} edges",
+        # Representatives in a cluster: the ends of the verified edges.
+        "guard": f"neardup: guard {len({i for pair in verified for i in pair})} clustered",
         "write": f"neardup: write {kept} kept / {len(signed) - kept} removed",
         "check": f"neardup: check {len(rows)} rows",
         "report": f"neardup: report {len(rows)} rows, {len(verified)} edges",

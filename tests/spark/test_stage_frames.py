@@ -14,7 +14,7 @@ from neardup.errors import InvariantError
 from neardup.stages.against import cross_edges
 from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
-from neardup.stages.exact import group_exact
+from neardup.stages.exact import exact_groups, group_exact
 from neardup.stages.guard import GuardStats, guard_clusters
 from neardup.stages.survivors import choose_survivors, select_survivors
 
@@ -89,7 +89,7 @@ def test_select_survivors_whole_frame(spark: Any, broadcast: bool) -> None:
         [(1, 1), (2, 1), (3, 1), (8, 8), (9, 8)], f"{C.DOC_ID} bigint, {C.COMPONENT} bigint"
     )
     cfg = config.load()
-    got = select_survivors(members, components, cfg, broadcast)
+    got = select_survivors(members, exact_groups(members), components, cfg, broadcast)
     want = spark.createDataFrame(
         [
             (1, 2, C.STATUS_NEAR, 4, None),  # not scored: no guard here

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 import warnings
 from pathlib import Path
 
@@ -81,7 +83,7 @@ def test_layers_apply_in_order(tmp_path: Path) -> None:
         (["guard.max_rounds=0"], "guard.max_rounds must be in 1..1000"),
         (["components.backend=gx"], "components.backend must be one of auto, builtin, graphframes"),
         (["components.max_iterations=0"], "components.max_iterations must be at least 1"),
-        (["survivor.policy=random"], "survivor.policy must be one of longest, earliest, quality"),
+        (["survivor.policy=random"], "survivor.policy must be one of longest, earliest, quality, priority"),
         (["survivor.policy=earliest", "survivor.column=text"], "must not be the text column"),
         (["memory.batch_size=lots"], "memory.batch_size must be a size"),
         (["memory.batch_size=1k"], "memory.batch_size must be in 64k..1g"),
@@ -92,6 +94,93 @@ def test_layers_apply_in_order(tmp_path: Path) -> None:
 def test_bad_settings_are_usage_errors(sets: list[str], message: str) -> None:
     with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
         config.load(sets=sets)
+
+
+PRIORITY = ["survivor.policy=priority", "survivor.priority_column=source"]
+
+
+@pytest.mark.parametrize(
+    ("sets", "message"),
+    [
+        (
+            ["survivor.policy=priority", "survivor.priority=[web]"],
+            "survivor.priority_column is required when",
+        ),
+        (PRIORITY, "survivor.priority must list at least one value when survivor.policy is priority"),
+        ([*PRIORITY, "survivor.priority=[]"], "survivor.priority must list at least one value"),
+        ([*PRIORITY, "survivor.priority="], "config key survivor.priority must not be null"),
+        (
+            [*PRIORITY, "survivor.priority=web"],
+            "survivor.priority must be a list such as [wikipedia, books, web]",
+        ),
+        ([*PRIORITY, "survivor.priority={web: 1}"], "survivor.priority must be a list such as"),
+        ([*PRIORITY, "survivor.priority=[web, books, web]"], "survivor.priority lists 'web' more than once"),
+        ([*PRIORITY, "survivor.priority=[1, '1']"], "survivor.priority lists '1' more than once"),
+        (
+            [*PRIORITY, "survivor.priority=[web, 1.5]"],
+            "survivor.priority holds 1.5: its values must be strings or",
+        ),
+        ([*PRIORITY, "survivor.priority=[true]"], "survivor.priority holds True"),
+        ([*PRIORITY, "survivor.priority=[null]"], "survivor.priority holds None"),
+        ([*PRIORITY, "survivor.priority=[2024-01-01]"], "quote dates and decimals"),
+        ([*PRIORITY, "survivor.priority=[[web]]"], "survivor.priority holds ['web']"),
+        (
+            [*PRIORITY, "survivor.priority=[web]", "survivor.then=priority"],
+            "survivor.then must be one of longest, earliest, quality, not 'priority'",
+        ),
+        ([*PRIORITY, "survivor.priority=[web]", "survivor.then=random"], "survivor.then must be one of"),
+        (
+            [*PRIORITY, "survivor.priority=[web]", "survivor.then=quality"],
+            "survivor.column is required when survivor.then is quality",
+        ),
+        (
+            ["survivor.policy=priority", "survivor.priority_column=text", "survivor.priority=[web]"],
+            "survivor.priority_column must not be the text column",
+        ),
+        (["survivor.then=priority"], "survivor.then must be one of longest, earliest, quality"),
+        (["survivor.priority=[a, a]"], "survivor.priority lists 'a' more than once"),
+    ],
+)
+def test_bad_priority_settings_are_usage_errors(sets: list[str], message: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(message)):
+        config.load(sets=sets)
+
+
+def test_priority_settings_from_the_command_line_and_files(tmp_path: Path) -> None:
+    cfg = config.load(sets=[*PRIORITY, "survivor.priority=[wikipedia, books, 3]"])
+    want = config.SurvivorConfig("priority", None, "source", ("wikipedia", "books", "3"), "longest")
+    assert cfg.survivor == want
+    # YAML flow lists without spaces, and block lists in a file, give the same.
+    assert config.load(sets=[*PRIORITY, "survivor.priority=[wikipedia,books,3]"]).survivor == want
+    layer = tmp_path / "priority.yaml"
+    layer.write_text(
+        "survivor:\n  policy: priority\n  priority_column: source\n"
+        "  priority:\n    - wikipedia\n    - books\n    - 3\n  then: quality\n  column: score\n"
+    )
+    cfg = config.load([str(layer)])
+    assert cfg.survivor == config.SurvivorConfig(
+        "priority", "score", "source", ("wikipedia", "books", "3"), "quality"
+    )
+    # `neardup evaluate` rebuilds the config from report.json: the list comes back the same.
+    shown = json.loads(json.dumps(cfg.to_dict()))
+    assert shown["survivor"]["priority"] == ["wikipedia", "books", "3"]
+    assert config.build({k: v for k, v in shown.items() if k != "spark"}).survivor == cfg.survivor
+    # then: earliest needs no column (the smallest id then decides).
+    assert (
+        config.load(sets=[*PRIORITY, "survivor.priority=[web]", "survivor.then=earliest"]).survivor.column
+        is None
+    )
+
+
+def test_priority_keys_under_another_policy_warn() -> None:
+    for extra in ("survivor.priority_column=source", "survivor.priority=[web]", "survivor.then=earliest"):
+        with pytest.warns(
+            config.ConfigWarning, match="read only when survivor.policy is priority, and it is longest"
+        ):
+            config.load(sets=[extra])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", config.ConfigWarning)
+        config.load(sets=[*PRIORITY, "survivor.priority=[web]", "survivor.then=earliest"])
 
 
 def test_missing_and_invalid_files(tmp_path: Path) -> None:
@@ -177,6 +266,10 @@ def test_credentials_are_redacted_in_the_report_view() -> None:
         ("minhash", {"method": "fast"}, "minhash.method must be one of classic, oph"),
         ("survivor", {"policy": "quality", "column": None}, "survivor.column is required"),
         ("memory", {"batch_size": "huge"}, "memory.batch_size must be a size"),
+        ("survivor", {"policy": "priority"}, "survivor.priority_column is required"),
+        ("survivor", {"priority": ["a", "a"]}, "survivor.priority lists 'a' more than once"),
+        ("survivor", {"priority": "web"}, "survivor.priority must be a list"),
+        ("survivor", {"then": "priority"}, "survivor.then must be one of"),
     ],
 )
 def test_replace_cannot_skip_a_check(section: str, changes: dict[str, object], message: str) -> None:
@@ -191,6 +284,10 @@ def test_replace_cannot_skip_the_cross_section_rules() -> None:
         dataclasses.replace(cfg, minhash=dataclasses.replace(cfg.minhash, num_perm=16))
     with pytest.raises(UsageError, match="must not be the text column"):
         dataclasses.replace(cfg, survivor=config.SurvivorConfig(policy="earliest", column="text"))
+    with pytest.raises(UsageError, match=r"survivor\.priority_column must not be the text column"):
+        dataclasses.replace(
+            cfg, survivor=config.SurvivorConfig(policy="priority", priority_column="text", priority=("a",))
+        )
 
 
 @pytest.mark.parametrize(
@@ -217,8 +314,9 @@ def test_defaults_and_derived_bands_do_not_warn() -> None:
 
 
 def test_allowed_values_are_written_once() -> None:
-    from neardup.kernels import hashing, minhash
+    from neardup.kernels import hashing, minhash, policy
     from neardup.stages import components
 
     assert config.UNITS is hashing.UNITS and config.METHODS is minhash.METHODS
+    assert config.POLICIES is policy.POLICIES and config.THEN_POLICIES is policy.THEN_POLICIES
     assert components.BACKENDS is config.BACKENDS

@@ -38,23 +38,14 @@ class SignParams:
     rows: int
 
 
-def sign_batch(batch: pa.RecordBatch, p: SignParams, keep_signatures: bool) -> pa.RecordBatch:
-    """(_id, _text, _rank) -> (_id, _thash, _thash_lo, reason, _len, _rank, _bands[, _sig]).
+def normalized(texts: pa.Array | pa.ChunkedArray, p: SignParams) -> pa.Array:
+    """Texts normalized as the run normalizes them (kernels/textnorm.py); null as empty."""
+    return normalize(pc.fill_null(texts, ""), lowercase=p.lowercase, strip_punctuation=p.strip_punctuation)
 
-    `reason` is "null text" or "empty text after normalization" for a row that cannot be
-    signed (its `_bands` and `_sig` are null: nothing may band with it), else null.
-    `_len` counts the code points of the original text (0 when null), as Spark's `length`
-    would. `_bands` holds `bands` 64-bit keys; `_sig` is num_perm little-endian uint32 slots.
-    """
-    n = len(batch)
-    text = batch.column(C.TEXT)
-    is_null = text.is_null()
-    norm = normalize(pc.fill_null(text, ""), lowercase=p.lowercase, strip_punctuation=p.strip_punctuation)
-    empty = pc.equal(pc.binary_length(norm), 0)
-    reason = pc.if_else(is_null, REASON_NULL, pc.if_else(empty, REASON_EMPTY, pa.scalar(None, pa.string())))
-    length = pc.fill_null(pc.utf8_length(text), 0).cast(pa.int32())
-    h = text_hash128(norm)
-    sigs = signatures(
+
+def text_signatures(norm: pa.Array, p: SignParams) -> np.ndarray:
+    """(n, num_perm) uint32 MinHash signatures of normalized texts, with the run's parameters."""
+    return signatures(
         norm,
         unit=p.unit,
         ngram=p.ngram,
@@ -63,6 +54,29 @@ def sign_batch(batch: pa.RecordBatch, p: SignParams, keep_signatures: bool) -> p
         seed=p.seed,
         method=p.method,
     )
+
+
+def sign_batch(batch: pa.RecordBatch, p: SignParams, keep_signatures: bool) -> pa.RecordBatch:
+    """(_id, _text, *carried) -> (_id, _thash, _thash_lo, reason, _len, *carried, _bands[, _sig]).
+
+    `carried` are the batch's other columns (the survivor policy's: `_rank`, and
+    `_priority` under priority), passed through unchanged in their order.
+
+    `reason` is "null text" or "empty text after normalization" for a row that cannot be
+    signed (its `_bands` and `_sig` are null: nothing may band with it), else null.
+    `_len` counts the code points of the original text (0 when null), as Spark's `length`
+    would. `_bands` holds `bands` 64-bit keys; `_sig` is num_perm little-endian uint32 slots.
+    """
+    n = len(batch)
+    carried = [name for name in batch.schema.names if name not in (C.DOC_ID, C.TEXT)]
+    text = batch.column(C.TEXT)
+    is_null = text.is_null()
+    norm = normalized(text, p)
+    empty = pc.equal(pc.binary_length(norm), 0)
+    reason = pc.if_else(is_null, REASON_NULL, pc.if_else(empty, REASON_EMPTY, pa.scalar(None, pa.string())))
+    length = pc.fill_null(pc.utf8_length(text), 0).cast(pa.int32())
+    h = text_hash128(norm)
+    sigs = text_signatures(norm, p)
     keys = band_keys(sigs, p.bands, p.rows, p.seed)
     valid = pa.py_buffer(np.packbits(~np.asarray(empty), bitorder="little").tobytes())
     key_col = pa.FixedSizeListArray.from_buffers(
@@ -74,10 +88,10 @@ def sign_batch(batch: pa.RecordBatch, p: SignParams, keep_signatures: bool) -> p
         pa.array(h[:, 1], pa.int64()),
         reason,
         length,
-        batch.column(C.RANK),
+        *(batch.column(name) for name in carried),
         key_col,
     ]
-    names = [C.DOC_ID, C.TEXT_HASH, C.TEXT_HASH_LO, C.REASON, C.LENGTH, C.RANK, C.BAND_KEYS]
+    names = [C.DOC_ID, C.TEXT_HASH, C.TEXT_HASH_LO, C.REASON, C.LENGTH, *carried, C.BAND_KEYS]
     if keep_signatures:
         sig_col = pa.FixedSizeBinaryArray.from_buffers(
             pa.binary(4 * p.num_perm), n, [valid, pa.py_buffer(sigs.astype("<u4", copy=False).tobytes())]

@@ -1,6 +1,7 @@
 """Pure similarity kernels used by verification: signatures decoded from Arrow
-binary columns, and exact Jaccard of sorted shingle-hash sets. (The signature
-estimate itself is `neardup.kernels.minhash.estimate_jaccard`.)
+binary columns, and exact Jaccard of sorted shingle-hash sets, within one collection of
+sets or between two. (The signature estimate itself is
+`neardup.kernels.minhash.estimate_jaccard`.)
 """
 
 from __future__ import annotations
@@ -27,17 +28,22 @@ def signature_matrix(col: pa.Array | pa.ChunkedArray, num_perm: int) -> np.ndarr
 
 
 @njit(cache=True, nogil=True)
-def _jaccard_of_pairs(
-    offsets: np.ndarray, hashes: np.ndarray, left: np.ndarray, right: np.ndarray
+def _jaccard_between(
+    offsets_a: np.ndarray,
+    hashes_a: np.ndarray,
+    offsets_b: np.ndarray,
+    hashes_b: np.ndarray,
+    left: np.ndarray,
+    right: np.ndarray,
 ) -> np.ndarray:
     out = np.empty(left.shape[0], dtype=np.float64)
     for p in range(left.shape[0]):
-        i, iend = offsets[left[p]], offsets[left[p] + 1]
-        j, jend = offsets[right[p]], offsets[right[p] + 1]
+        i, iend = offsets_a[left[p]], offsets_a[left[p] + 1]
+        j, jend = offsets_b[right[p]], offsets_b[right[p] + 1]
         la, lb = iend - i, jend - j
         inter = 0
         while i < iend and j < jend:
-            x, y = hashes[i], hashes[j]
+            x, y = hashes_a[i], hashes_b[j]
             if x == y:
                 inter += 1
                 i += 1
@@ -60,17 +66,31 @@ def jaccard_of_pairs(
     One collection of sets and index pairs: a document compared with several others has
     its set computed and stored once.
     """
+    return jaccard_between(offsets, hashes, offsets, hashes, left, right)
+
+
+def _collection(offsets: np.ndarray, hashes: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, ...]:
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    idx = np.ascontiguousarray(idx, dtype=np.int64)
     n_sets = len(offsets) - 1
-    left = np.ascontiguousarray(left, dtype=np.int64)
-    right = np.ascontiguousarray(right, dtype=np.int64)
-    if left.shape != right.shape or left.ndim != 1:
+    if idx.size and (idx.min() < 0 or idx.max() >= n_sets):
+        raise IndexError(f"set index out of range 0..{n_sets - 1}")
+    return offsets, np.ascontiguousarray(hashes, dtype=np.uint64), idx
+
+
+def jaccard_between(
+    offsets_a: np.ndarray,
+    hashes_a: np.ndarray,
+    offsets_b: np.ndarray,
+    hashes_b: np.ndarray,
+    left: np.ndarray,
+    right: np.ndarray,
+) -> np.ndarray:
+    """Jaccard of set left[p] of collection a with set right[p] of collection b (each as in
+    `jaccard_of_pairs`): a batch's documents against a broadcast reference's, without
+    copying either collection into the other."""
+    if np.shape(left) != np.shape(right) or np.ndim(left) != 1:
         raise ValueError("left and right must be 1-d index arrays of the same length")
-    for idx in (left, right):
-        if idx.size and (idx.min() < 0 or idx.max() >= n_sets):
-            raise IndexError(f"set index out of range 0..{n_sets - 1}")
-    return _jaccard_of_pairs(
-        np.ascontiguousarray(offsets, dtype=np.int64),
-        np.ascontiguousarray(hashes, dtype=np.uint64),
-        left,
-        right,
-    )
+    oa, ha, left = _collection(offsets_a, hashes_a, left)
+    ob, hb, right = _collection(offsets_b, hashes_b, right)
+    return _jaccard_between(oa, ha, ob, hb, left, right)

@@ -13,11 +13,13 @@ from pyspark.sql import functions as F
 
 from neardup import columns as C
 from neardup.config import Config
+from neardup.kernels.policy import carried_columns
 from neardup.stages.survivors import survivor_columns
 
 
 def group_exact(hashed: DataFrame, cfg: Config) -> DataFrame:
-    """(_id, _thash, _thash_lo, _len, _rank) of non-empty texts -> (_id, _rep, _len, _rank).
+    """(_id, _thash, _thash_lo, _len, _rank[, _priority]) of non-empty texts ->
+    (_id, _rep, _len, _rank[, _priority]): the policy's columns go on to the survivors.
 
     `_rep` is the id of the group's best document by the survivor policy (its own
     id for a representative). One shuffle, by the 128-bit text hash.
@@ -27,5 +29,13 @@ def group_exact(hashed: DataFrame, cfg: Config) -> DataFrame:
         C.DOC_ID,
         F.first(C.DOC_ID).over(group).alias(C.REP),
         C.LENGTH,
-        C.RANK,
+        *carried_columns(cfg.survivor.policy),
     )
+
+
+def exact_groups(members: DataFrame) -> DataFrame:
+    """(_id, _rep, ...) -> (_rep, _copies) for every exact group with copies: a row per
+    representative that has any, so at most one per exact copy. Cluster sizes are summed
+    from it (stages/survivors.cluster_sizes) without going back to the members."""
+    copies = members.filter(F.col(C.REP) != F.col(C.DOC_ID))
+    return copies.groupBy(C.REP).agg(F.count(F.lit(1)).alias(C.COPIES))

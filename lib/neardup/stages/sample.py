@@ -43,7 +43,7 @@ def _keyer(p: SignParams) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.Re
     return key_batches
 
 
-def _collect_arrow(df: DataFrame) -> pa.Table:
+def collect_arrow(df: DataFrame) -> pa.Table:
     frame: Any = df
     if hasattr(frame, "toArrow"):  # Spark 4
         return frame.toArrow()
@@ -76,7 +76,7 @@ def draw_sample(docs: DataFrame, params: SignParams, size: int, max_bytes: int) 
             F.max(F.when(F.col(_CUMULATIVE) <= max_bytes, F.col(_CUMULATIVE))).alias("bytes"),
         ).first()
         chosen = top.filter(F.col(_CUMULATIVE) <= max_bytes).select(C.DOC_ID, C.SAMPLE_KEY)
-        texts = _collect_arrow(
+        texts = collect_arrow(
             docs.select(C.DOC_ID, C.TEXT).join(F.broadcast(chosen), C.DOC_ID).orderBy(*order).select(C.TEXT)
         ).column(0)
     finally:

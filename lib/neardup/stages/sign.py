@@ -46,9 +46,10 @@ def _signer(p: SignParams, keep: bool) -> Callable[[Iterator[pa.RecordBatch]], I
 
 
 def sign_documents(docs: DataFrame, params: SignParams, keep_signatures: bool = True) -> DataFrame:
-    """docs (_id, _text, _rank), every row ->
+    """docs (_id, _text, *carried: `_rank`, and `_priority` under survivor.policy
+    priority), every row ->
     (_id, _thash: long, _thash_lo: long, reason: string, _len: int (characters of the
-     original text, 0 when null), _rank,
+     original text, 0 when null), *carried unchanged,
      _bands: array<long> of `bands` keys[, _sig: binary of num_perm little-endian uint32]).
 
     `_sig` is there only with `keep_signatures`: only signature verification reads it,
@@ -58,6 +59,7 @@ def sign_documents(docs: DataFrame, params: SignParams, keep_signatures: bool = 
     Narrow (no shuffle): one Arrow pass of the text.
     """
     fields = {f.name: f for f in docs.schema.fields}
+    carried = [name for name in docs.columns if name not in (C.DOC_ID, C.TEXT)]
     schema = T.StructType(
         [
             fields[C.DOC_ID],
@@ -65,9 +67,10 @@ def sign_documents(docs: DataFrame, params: SignParams, keep_signatures: bool = 
             T.StructField(C.TEXT_HASH_LO, T.LongType(), False),
             T.StructField(C.REASON, T.StringType(), True),
             T.StructField(C.LENGTH, T.IntegerType(), False),
-            fields[C.RANK],
+            *(fields[name] for name in carried),
             T.StructField(C.BAND_KEYS, T.ArrayType(T.LongType(), False), True),
         ]
         + ([T.StructField(C.SIG, T.BinaryType(), True)] if keep_signatures else [])
     )
-    return docs.select(C.DOC_ID, C.TEXT, C.RANK).mapInArrow(_signer(params, keep_signatures), schema)
+    signer = _signer(params, keep_signatures)
+    return docs.select(C.DOC_ID, C.TEXT, *carried).mapInArrow(signer, schema)

@@ -9,6 +9,8 @@ of the whole cluster.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -25,34 +27,70 @@ def survivor_columns(cfg: Config, prefer_index: bool = False) -> list[Column]:
     """The survivor policy as Spark sort columns, best first, nulls last; `prefer_index`:
     led by `_from_index` (dedup --against)."""
     out = []
-    for key in survivor_order(cfg.survivor.policy, bool(cfg.survivor.column), prefer_index):
+    policy = cfg.survivor
+    for key in survivor_order(policy.policy, bool(policy.column), policy.then, prefer_index):
         col = F.col(key.column)
         out.append(col.desc_nulls_last() if key.descending else col.asc_nulls_last())
     return out
 
 
+def priority_rank(column: str, values: Sequence[str]) -> Column:
+    """survivor.priority as `_priority`: the position in `values` of the column's value
+    compared as text (so 3 in the list matches an integer column's 3 and a CSV's "3"),
+    len(values) for a value not in the list or null. One comparison per listed value, in
+    the JVM: a CASE, the same on Spark 3.5 and 4 (pyspark's array_position takes a column
+    to look for only from 4.0; before, a literal)."""
+    text = F.col(column).cast("string")
+    rank = F.when(text == values[0], 0)
+    for i, value in enumerate(values[1:], start=1):
+        rank = rank.when(text == value, i)
+    return rank.otherwise(len(values)).cast("int")
+
+
 def choose_survivors(
     reps: DataFrame, components: DataFrame, cfg: Config, small: bool = True, prefer_index: bool = False
 ) -> DataFrame:
-    """reps (_id, _len, _rank[, _from_index]): exact-group representatives; components (_id,
-    _component) -> (_id, _kept_id) for each component node: the best node of its component
-    by the survivor policy. `small`: broadcast the components (never shuffle the reps).
-    `prefer_index`: indexed documents (`_from_index` true) first."""
+    """reps (_id, _len, _rank[, _priority][, _from_index]): exact-group representatives;
+    components (_id, _component) -> (_id, _kept_id) for each component node: the best node
+    of its component by the survivor policy. `small`: broadcast the components (never
+    shuffle the reps). `prefer_index`: indexed documents (`_from_index` true) first."""
     side = F.broadcast(components) if small else components
     cluster = Window.partitionBy(C.COMPONENT).orderBy(*survivor_columns(cfg, prefer_index))
     return reps.join(side, C.DOC_ID).select(C.DOC_ID, F.first(C.DOC_ID).over(cluster).alias(C.KEPT_ID))
 
 
-def assign_members(members: DataFrame, chosen: DataFrame, small: bool = True) -> DataFrame:
+def cluster_sizes(clustered: DataFrame, groups: DataFrame) -> DataFrame:
+    """clustered (_id, _kept_id): the representatives in a cluster (kept ones included);
+    groups (_rep, _copies): the exact groups with copies -> (_kept_id, _size) for every
+    kept document whose cluster holds more than itself.
+
+    A representative counts with its exact copies. Representatives outside any cluster
+    that have copies are clusters of their own (their exact group). Both inputs are
+    small (bounded by the verified edges and the exact copies), so this never touches
+    the members: sizes come from representatives, and the members join them once, at
+    the end (`assign_members`).
+    """
+    weights = clustered.join(groups.withColumnRenamed(C.REP, C.DOC_ID), C.DOC_ID, "left").select(
+        C.KEPT_ID, (F.coalesce(F.col(C.COPIES), F.lit(0)) + 1).alias(_SIZE)
+    )
+    in_clusters = weights.groupBy(C.KEPT_ID).agg(F.sum(_SIZE).alias(_SIZE))
+    alone = groups.join(clustered.withColumnRenamed(C.DOC_ID, C.REP), C.REP, "left_anti").select(
+        F.col(C.REP).alias(C.KEPT_ID), (F.col(C.COPIES) + 1).alias(_SIZE)
+    )
+    return in_clusters.unionByName(alone)
+
+
+def assign_members(members: DataFrame, chosen: DataFrame, sizes: DataFrame, small: bool = True) -> DataFrame:
     """members (_id, _rep, ...): every signed document; chosen (_id, _kept_id, similarity):
     the representatives that are in a cluster, with their kept document and their
-    similarity to it -> (_id, _kept_id, status, _size, similarity) with one row per member.
+    similarity to it; sizes (_kept_id, _size): `cluster_sizes` of chosen
+    -> (_id, _kept_id, status, _size, similarity) with one row per member.
 
     Representatives not in `chosen` survive themselves; each member takes its
     representative's kept document. An exact copy's similarity is its representative's
     (the same normalized text), 1.0 when the representative is kept; null for kept
-    documents. `small`: the chosen frame and the cluster sizes are broadcast, so the
-    members are never shuffled; else they are shuffle-joined.
+    documents. `small`: chosen and sizes are broadcast, so the members are read once and
+    never shuffled; else they are shuffle-joined.
     """
 
     def side(df: DataFrame) -> DataFrame:
@@ -61,17 +99,17 @@ def assign_members(members: DataFrame, chosen: DataFrame, small: bool = True) ->
     picked = chosen.select(
         F.col(C.DOC_ID).alias(C.REP), F.col(C.KEPT_ID), F.col(C.SIMILARITY).alias(_REP_SIM)
     )
-    assigned = members.join(side(picked), C.REP, "left").select(
-        C.DOC_ID,
-        C.REP,
-        F.coalesce(F.col(C.KEPT_ID), F.col(C.REP)).alias(C.KEPT_ID),
-        (F.col(C.DOC_ID) != F.col(C.REP)).alias(_EXACT),
-        F.col(_REP_SIM),
-    )
-    removed = assigned.filter(F.col(C.DOC_ID) != F.col(C.KEPT_ID))
-    sizes = removed.groupBy(C.KEPT_ID).agg((F.count(F.lit(1)) + 1).alias(_SIZE))
-    assigned = assigned.join(side(sizes), C.KEPT_ID, "left").withColumn(
-        _SIZE, F.coalesce(F.col(_SIZE), F.lit(1).cast("long"))
+    assigned = (
+        members.join(side(picked), C.REP, "left")
+        .select(
+            C.DOC_ID,
+            C.REP,
+            F.coalesce(F.col(C.KEPT_ID), F.col(C.REP)).alias(C.KEPT_ID),
+            (F.col(C.DOC_ID) != F.col(C.REP)).alias(_EXACT),
+            F.col(_REP_SIM),
+        )
+        .join(side(sizes), C.KEPT_ID, "left")
+        .withColumn(_SIZE, F.coalesce(F.col(_SIZE), F.lit(1).cast("long")))
     )
     is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
     status = (
@@ -90,13 +128,16 @@ def assign_members(members: DataFrame, chosen: DataFrame, small: bool = True) ->
     )
 
 
-def select_survivors(members: DataFrame, components: DataFrame, cfg: Config, small: bool = True) -> DataFrame:
-    """members (_id, _rep, _len, _rank): every signed document and exact copy; components
-    (_id, _component): representatives that have a verified edge -> (_id, _kept_id,
-    status, _size, similarity) with one row per member, before any guard (similarity
-    null but for exact copies of kept documents)."""
+def select_survivors(
+    members: DataFrame, groups: DataFrame, components: DataFrame, cfg: Config, small: bool = True
+) -> DataFrame:
+    """members (_id, _rep, _len, _rank[, _priority]): every signed document and exact copy; groups
+    (_rep, _copies): `exact_groups` of members; components (_id, _component):
+    representatives that have a verified edge -> (_id, _kept_id, status, _size,
+    similarity) with one row per member, before any guard (similarity null but for exact
+    copies of kept documents)."""
     reps = members.filter(F.col(C.REP) == F.col(C.DOC_ID))
     chosen = choose_survivors(reps, components, cfg, small).withColumn(
         C.SIMILARITY, F.lit(None).cast("double")
     )
-    return assign_members(members, chosen, small)
+    return assign_members(members, chosen, cluster_sizes(chosen, groups), small)

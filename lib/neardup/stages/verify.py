@@ -25,6 +25,20 @@ def _edge_schema(edges: DataFrame) -> T.StructType:
     return T.StructType([fields[C.SRC], fields[C.DST], T.StructField(C.SIMILARITY, T.DoubleType(), False)])
 
 
+def endpoint_texts(edges: DataFrame, docs: DataFrame, broadcast: bool) -> DataFrame:
+    """(_id, _text) of every document at either end of an edge (src, dst): what exact
+    verification reads, and all the over-merge guard may need to score afterwards (its
+    pairs join documents of verified edges). Kept, it spares the guard a second scan of
+    the whole input for a few thousand texts. `broadcast`: the ends are few enough to
+    ship to every task, so the other texts are dropped where they are read."""
+    ends = (
+        edges.select(F.col(C.SRC).alias(C.DOC_ID))
+        .union(edges.select(F.col(C.DST).alias(C.DOC_ID)))
+        .distinct()
+    )
+    return docs.select(C.DOC_ID, C.TEXT).join(F.broadcast(ends) if broadcast else ends, C.DOC_ID)
+
+
 def _routed_to_groups(candidates: DataFrame, docs: DataFrame, broadcast: bool) -> DataFrame:
     """(_src, _id, _text): each candidate endpoint's text sent to every group (edges of one
     src) it is in, clustered by src and sorted by (_src, _id), so src comes first."""

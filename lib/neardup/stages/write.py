@@ -81,9 +81,26 @@ def write_outputs(
     kept = source.join(dropped, F.col(id_col) == F.col("_drop_id"), "left_anti")
     kept.write.mode("overwrite").options(**options).parquet(staged["kept"])
 
+    bad = rejected_rows(source, cfg, rejected, broadcast_rejected, malformed)
+    bad.write.mode("overwrite").options(**options).parquet(staged["rejected"])
+
+
+def rejected_rows(
+    source: DataFrame,
+    cfg: Config,
+    rejected: DataFrame,
+    broadcast: bool,
+    malformed: DataFrame | None = None,
+) -> DataFrame:
+    """rejected/: the input rows of `rejected` (_id, reason), every input column plus
+    `reason` (`neardup_reason` if the input already has a `reason` column; the reasons are
+    broadcast with `broadcast`), and with `malformed` (_file, _line, _raw) one row per
+    malformed line: the input columns null, the reason naming its file and line, and the
+    line's bytes in `malformed_line`."""
+    id_col = cfg.input.id_col
     reason_name = "neardup_reason" if C.REASON in source.columns else C.REASON
     reasons = rejected.select(F.col(C.DOC_ID).alias("_rej_id"), F.col(C.REASON).alias(reason_name))
-    if broadcast_rejected:
+    if broadcast:
         reasons = F.broadcast(reasons)
     bad = source.join(reasons, F.col(id_col) == F.col("_rej_id")).drop("_rej_id")
     if malformed is not None:
@@ -102,4 +119,4 @@ def write_outputs(
             F.col("_raw").cast("binary").alias("malformed_line"),
         )
         bad = bad.withColumn("malformed_line", F.lit(None).cast("binary")).unionByName(lines)
-    bad.write.mode("overwrite").options(**options).parquet(staged["rejected"])
+    return bad

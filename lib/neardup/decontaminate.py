@@ -1,0 +1,240 @@
+"""`neardup decontaminate`: remove the corpus documents that contain evaluation data.
+
+    reference (read, checked, sized, broadcast) -> read (the corpus, as dedup reads and
+    checks it) -> match (one narrow pass over the corpus) -> write -> check -> publish
+
+A document is removed when it shares a run of `decontaminate.ngram` words with a
+reference item, or is a near-duplicate of one (kernels/decon.py); matches/ says which
+item and why. The run is dedup's around its own stages: the same reading, batch sizing,
+staging directory, stage log and job groups, resumable match results under `_work/`, the
+job's own checks on what was written, and atomic publication (pipeline.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pyspark.broadcast import Broadcast
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from neardup import __version__
+from neardup import columns as C
+from neardup.config import Config
+from neardup.errors import UsageError
+from neardup.kernels.decon import REASON_NEAR, REASON_NGRAM, REF, DeconParams
+from neardup.pipeline import ReadResult, Result, RunContext, broadcastable, opened_run, publish, read_stage
+from neardup.runtime.fs import FileSystem
+from neardup.runtime.jobgroups import count
+from neardup.runtime.sizing import writer_options
+from neardup.runtime.workdir import fingerprint, input_fingerprint
+from neardup.stages.decon_check import check_decontaminated
+from neardup.stages.decon_write import OUTPUTS, Broadcasts, write_decontaminated
+from neardup.stages.decontaminate import match_documents
+from neardup.stages.reference import ReferenceSet, load_reference
+from neardup.stages.sign import sign_params
+
+Counts = dict[str, Any]
+
+
+def decon_params(cfg: Config) -> DeconParams:
+    d = cfg.decontaminate
+    return DeconParams(
+        sign=sign_params(cfg),
+        ngram=d.ngram if d.ngram_matching else 0,
+        threshold=cfg.decontaminate_threshold,
+        verify=d.verify,
+    )
+
+
+def run(spark: SparkSession, cfg: Config, input_path: str, reference_path: str, output: str) -> Result:
+    """Decontaminate `input_path` against `reference_path` into `output`; returns the report
+    also written to report.json."""
+    started = time.time()
+    _check_reference_path(spark, reference_path, output)
+    params = decon_params(cfg)
+    with opened_run(spark, cfg, input_path, output) as r:
+        # The reference first: a reference that is too large or malformed stops the run
+        # before the corpus is read.
+        ref = r.stage("reference", reference_path, _reference, reference_path, params)
+        inp = r.stage("read", input_path, read_stage)
+        found = r.stage("match", count(inp.rows - inp.malformed_rows, "documents"), _match, inp, ref, params)
+        r.stage("write", count(found.removed, "removed"), _write, inp, ref, found)
+        r.stage("check", count(inp.rows, "rows"), _check, inp)
+    report = _report(r, started, inp, reference_path, ref, params)
+    publish(r.fs, r.paths, report, {})
+    return Result(r.paths.output, report)
+
+
+def _check_reference_path(spark: SparkSession, reference: str, output: str) -> None:
+    """--overwrite deletes the output: it must not hold the reference, nor sit inside it."""
+    fs = FileSystem.for_path(spark, output)
+    out = fs.qualify(output.rstrip("/"))
+    ref = FileSystem.for_path(spark, reference).qualify(reference.rstrip("/"))
+    if ref == out or ref.startswith(out + "/"):
+        raise UsageError(f"reference {reference} is inside output {output}; --overwrite would delete it")
+    if out.startswith(ref + "/"):
+        raise UsageError(f"output {output} is inside reference {reference}; choose another output path")
+
+
+def _reference(r: RunContext, path: str, params: DeconParams) -> tuple[_Loaded, Counts]:
+    ref = load_reference(r.spark, r.cfg, path, params)
+    payload = r.spark.sparkContext.broadcast(ref.payload)
+    r.settings.callback(_forget, payload)
+    loaded = _Loaded(ref, r.keep(ref.ids), payload)
+    return loaded, {
+        "reference_items": ref.items,
+        "reference_empty": ref.empty,
+        "reference_ngrams": ref.ngrams,
+        "reference_text_bytes": ref.text_bytes,
+        "broadcast_bytes": len(ref.payload),
+    }
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    ref: ReferenceSet
+    ids: DataFrame  # (_ref, reference_id), kept in memory
+    payload: Broadcast[bytes]
+
+
+def _forget(payload: Broadcast[bytes]) -> None:
+    with contextlib.suppress(Exception):  # after a JVM death there is nothing left to free
+        payload.destroy()
+
+
+@dataclass(frozen=True)
+class _Found:
+    frame: DataFrame  # match_documents' rows, read back from _work/
+    removed: int  # documents with a match
+    rejected: int
+
+
+def _match(r: RunContext, inp: ReadResult, loaded: _Loaded, params: DeconParams) -> tuple[_Found, Counts]:
+    fp = fingerprint(
+        {
+            "input": inp.fps.signatures,  # the input files, columns and signing parameters
+            "reference": input_fingerprint(r.spark, loaded.ref.files),
+            "reference_columns": r.cfg.decontaminate.reference_columns(r.cfg.input),
+            "payload": loaded.ref.key,
+            "params": asdict(params),
+        }
+    )
+    found = r.work.materialize(
+        "matches", fp, lambda: match_documents(inp.docs, params, loaded.payload, loaded.ref.key)
+    )
+    matched = F.col(REF).isNotNull()
+    row = found.agg(
+        F.countDistinct(F.when(matched, F.col(C.DOC_ID))).alias("removed"),
+        F.count(F.when(~matched, 1)).alias("rejected"),
+        F.countDistinct(F.when(F.col(C.REASON) == REASON_NEAR, F.col(C.DOC_ID))).alias("near_duplicate"),
+        F.countDistinct(F.when(F.col(C.REASON) == REASON_NGRAM, F.col(C.DOC_ID))).alias("ngram"),
+        F.countDistinct(F.when(matched, F.col(REF))).alias("reference_items_matched"),
+    ).first()
+    assert row is not None
+    counts = {k: int(row[k] or 0) for k in row.asDict()}
+    return _Found(found, counts["removed"], counts["rejected"]), counts
+
+
+def _write(r: RunContext, inp: ReadResult, loaded: _Loaded, found: _Found) -> tuple[None, Counts]:
+    write_decontaminated(
+        inp.source,
+        r.cfg,
+        found.frame,
+        loaded.ids,
+        {name: r.paths.staged(name) for name in OUTPUTS},
+        writer_options(inp.batches, r.cfg.input.text_col),
+        Broadcasts(
+            removed=broadcastable(found.removed),
+            dropped=broadcastable(found.removed + found.rejected),
+            rejected=broadcastable(found.rejected),
+        ),
+        malformed=inp.malformed,
+    )
+    return None, {}
+
+
+def _check(r: RunContext, inp: ReadResult) -> tuple[None, Counts]:
+    read = r.spark.read.parquet
+    staged = r.paths.staged
+    counts = check_decontaminated(
+        inp.rows,
+        r.cfg.input.id_col,
+        read(staged("kept")),
+        read(staged("removed")),
+        read(staged("rejected")),
+        read(staged("matches")),
+        r.cfg.decontaminate_threshold,
+        inp.malformed_rows,
+    )
+    return None, dict(counts)
+
+
+def _report(
+    r: RunContext, started: float, inp: ReadResult, reference_path: str, loaded: _Loaded, params: DeconParams
+) -> dict[str, Any]:
+    c = r.stages.counts
+    return {
+        "neardup_version": __version__,
+        "command": "decontaminate",
+        "run_id": r.run_id,
+        "input": r.input_path,
+        "output": r.paths.output,
+        "config": r.cfg.to_dict(),
+        "parameters": {
+            "ngram": params.ngram or None,
+            "near_duplicate_threshold": params.threshold,
+            "verify": params.verify if params.threshold is not None else None,
+            "bands": r.cfg.bands,
+            "rows": r.cfg.rows,
+            "ngram_reported": "the first shared n-gram in the document's order, per reference item",
+        },
+        "counts": {
+            key: c.get(key)
+            for key in (
+                "input",
+                "malformed",
+                "rejected",
+                "removed",
+                "kept",
+                "matches",
+                "reference_items_matched",
+            )
+        },
+        "removed_by_reason": {REASON_NEAR: c.get("near_duplicate"), REASON_NGRAM: c.get("ngram")},
+        "reference": {
+            "path": reference_path,
+            "items": c.get("reference_items"),
+            "empty": c.get("reference_empty"),
+            "text_bytes": c.get("reference_text_bytes"),
+            "ngrams": c.get("reference_ngrams"),
+            "broadcast_bytes": c.get("broadcast_bytes"),
+            "files": len(loaded.ref.files),
+        },
+        "seconds": {**r.stages.seconds, "total": round(time.time() - started, 3)},
+        "memory": asdict(inp.batches),
+        "resumed_stages": r.work.resumed,
+    }
+
+
+def summary(output: str, report: dict[str, Any]) -> str:
+    c, why, p = report["counts"], report["removed_by_reason"], report["parameters"]
+    secs = report["seconds"]["total"]
+    n = c["input"] or 0
+    reasons = []
+    if p["ngram"]:
+        reasons.append(f"{why[REASON_NGRAM]:,} sharing {p['ngram']} words in a row with a reference item")
+    if p["near_duplicate_threshold"] is not None:
+        reasons.append(f"{why[REASON_NEAR]:,} near-duplicates of one")
+    both = " (a document can be both)" if len(reasons) == 2 else ""
+    return (
+        f"neardup: {n:,} documents against {report['reference']['items']:,} reference items in "
+        f"{secs:.1f} s. Removed {c['removed']:,}: {', '.join(reasons)}{both}; "
+        f"{c['reference_items_matched']:,} reference items matched. Kept {c['kept']:,}; rejected "
+        f"{c['rejected']:,}.\n"
+        f"Outputs in {output}: kept/ (the decontaminated corpus), removed/, matches/ (which "
+        "reference item each removed document matched, and why), rejected/, report.json."
+    )
