@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also deduplicate against this index (neardup index build); indexed documents are never removed",
     )
     _add_session(d)
+    _add_index_parser(sub)
     t = sub.add_parser(
         "tune",
         help="the bands and rows dedup would use, their S-curve and error areas; "
@@ -139,7 +140,6 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true", help="print JSON instead of a table")
     _add_session(e)
     _add_decontaminate(sub)
-    _add_index_parser(sub)
     return parser
 
 

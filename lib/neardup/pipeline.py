@@ -451,8 +451,8 @@ class _Against:
     edges: _Edges  # (src, dst, _index_id) between batch representatives and indexed documents
     nodes: DataFrame  # (_id): the indexed documents among them, the only ones verification reads
     n_nodes: int
-    # Their signatures (signature verification), read once for verify and the guard.
-    signatures: DataFrame | None = None
+    # Their texts (exact) or signatures (signature), read once for verify and the guard.
+    sources: DataFrame | None = None
 
 
 def _against(r: RunContext, inp: ReadResult, exact: _Exact, n_reps: int) -> tuple[_Against, Counts]:
@@ -475,29 +475,14 @@ def _against(r: RunContext, inp: ReadResult, exact: _Exact, n_reps: int) -> tupl
     return _Against(_Edges(edges, n), nodes, n_nodes), counts
 
 
-def _sources(r: RunContext, inp: ReadResult, signed: _Signed) -> tuple[DataFrame, DataFrame]:
-    """(texts, signed rows) that verification and the guard score from: the batch's, and with
-    --against those of the indexed documents among the candidates (and of no other)."""
-    against, method = r.against, r.cfg.verify.method
-    if against is None or r.index is None or method == "none":
-        return inp.docs, signed.frame
-    small = broadcastable(against.n_nodes)
-    if method == "exact":  # the candidates' ends' texts are kept by _verify (endpoint_texts)
-        theirs = indexed_texts(r.spark, r.index, against.nodes, small)
-        return inp.docs.select(C.DOC_ID, C.TEXT).unionByName(theirs), signed.frame
-    if against.signatures is None:
-        against.signatures = r.keep(indexed_signatures(r.spark, r.index, against.nodes, small))
-    return inp.docs, signed.frame.select(C.DOC_ID, C.SIG).unionByName(against.signatures)
-
-
 def _verify(r: RunContext, inp: ReadResult, signed: _Signed, candidates: _Edges) -> tuple[_Edges, Counts]:
-    pairs, n_pairs = candidates.frame, candidates.rows
+    pairs, n = candidates.frame, candidates.rows
     if r.against is not None:
         pairs = pairs.unionByName(r.against.edges.frame.select(C.SRC, C.DST))
-        n_pairs += r.against.edges.rows
+        n += r.against.edges.rows
     docs, sigs = _sources(r, inp, signed)
     # The group memberships and the ends: at most two per candidate.
-    small = broadcastable(2 * n_pairs)
+    small = broadcastable(2 * n)
     texts = None
     if r.cfg.verify.method == "exact":
         # Kept (lazily: a resumed verify leaves it to the guard to compute, if it scores).
@@ -517,6 +502,20 @@ def _verify(r: RunContext, inp: ReadResult, signed: _Signed, candidates: _Edges)
     )
     n = edges.count()
     return _Edges(edges, n, texts), {"verified_pairs": n}
+
+
+def _sources(r: RunContext, inp: ReadResult, signed: _Signed) -> tuple[DataFrame, DataFrame]:
+    """(texts, signed rows) that verification and the guard score from: the batch's, and with
+    --against those of the indexed documents among the candidates (and of no other)."""
+    against, method = r.against, r.cfg.verify.method
+    if against is None or r.index is None or method == "none":
+        return inp.docs, signed.frame
+    if against.sources is None:
+        read = indexed_texts if method == "exact" else indexed_signatures
+        against.sources = r.keep(read(r.spark, r.index, against.nodes, broadcastable(against.n_nodes)))
+    if method == "exact":
+        return inp.docs.select(C.DOC_ID, C.TEXT).unionByName(against.sources), signed.frame
+    return inp.docs, signed.frame.select(C.DOC_ID, C.SIG).unionByName(against.sources)
 
 
 def _components(r: RunContext, edges: _Edges) -> tuple[DataFrame, Counts]:
@@ -547,15 +546,18 @@ def _survivors(r: RunContext, exact: _Exact, edges: _Edges, components: DataFram
 def _reps(r: RunContext, exact: _Exact) -> DataFrame:
     """The nodes a survivor is chosen among: the exact groups' representatives, and with
     --against the indexed documents among the candidates (`_from_index`, which leads the
-    survivor order; they have no length or policy columns)."""
+    survivor order; they have no length or policy column)."""
     reps = exact.members.filter(F.col(C.REP) == F.col(C.DOC_ID))
     if r.against is None:
         return reps
+    types = {f.name: f.dataType for f in reps.schema.fields}
+    # Every policy column null (ranked last), whatever the policy carries.
     indexed = r.against.nodes.select(
         C.DOC_ID,
-        *(F.lit(None).cast(f.dataType).alias(f.name) for f in reps.schema.fields if f.name != C.DOC_ID),
+        F.col(C.DOC_ID).alias(C.REP),
+        *[F.lit(None).cast(t).alias(name) for name, t in types.items() if name not in (C.DOC_ID, C.REP)],
         F.lit(True).alias(C.FROM_INDEX),
-    ).withColumn(C.REP, F.col(C.DOC_ID))
+    )
     return reps.withColumn(C.FROM_INDEX, F.lit(False)).unionByName(indexed)
 
 
@@ -580,9 +582,9 @@ def _guard(
     if cfg.verify.method == "none" and not prefer:
         guarded = chosen.frame.withColumn(C.SIMILARITY, F.lit(None).cast("double"))
     else:
+        docs, sigs = _sources(r, inp, signed)
         # Every pair the guard scores joins two documents of verified edges, whose texts
         # exact verification kept.
-        docs, sigs = _sources(r, inp, signed)
         texts = edges.texts if edges.texts is not None else docs
 
         def score(pairs: DataFrame) -> DataFrame:

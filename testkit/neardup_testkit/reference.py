@@ -357,7 +357,7 @@ def guarded_clusters(
     min_jaccard: float,
     guard: float | None,
     max_rounds: int = 20,
-    order: Callable[[Any], Any] | None = None,
+    rank: Callable[[Any], Any] | None = None,
     **shingle_kw: Any,
 ) -> dict[Any, tuple[Any, float | None]]:
     """id -> (kept id, similarity to it) as docs/design.md defines the job's result, over
@@ -365,23 +365,23 @@ def guarded_clusters(
 
     Exact groups (equal non-empty normalized text) are represented by their best member;
     representatives joined by pairs at >= min_jaccard form components; each keeps its
-    best member: the smallest `order(id)` (a total order: end it with the id), by default
-    survivor.policy longest (most characters of original text, then smallest id). With
-    `guard`, each removed representative below `guard` against its kept one is split off;
-    the split ones are re-clustered over their own similar pairs, round after round, and
-    after `max_rounds` any still failing is kept alone. Copies take their representative's
-    kept id, and its similarity (1.0 for copies of the kept one); kept ones have None.
+    best member. Best: the smallest `rank(id)`; by default survivor.policy longest (most
+    characters of original text, then smallest id). With `guard`, each removed
+    representative below `guard` against its kept one is split off; the split ones are
+    re-clustered over their own similar pairs, round after round, and after `max_rounds`
+    any still failing is kept alone. Copies take their representative's kept id, and its
+    similarity (1.0 for copies of the kept one); kept ones have None.
     """
     _check_ids(ids, texts)
     norm_kw = {k: v for k, v in shingle_kw.items() if k in ("lowercase", "strip_punctuation")}
     length = {i: len(t) for i, t in zip(ids, texts, strict=True)}
-    best = order or (lambda i: (-length[i], i))
-    rep = _exact_representatives(ids, texts, best, norm_kw)
+    order = rank or (lambda i: (-length[i], i))
+    rep = _exact_representatives(ids, texts, order, norm_kw)
     reps = sorted(set(rep.values()))
     text_of = dict(zip(ids, texts, strict=True))
     sets = {r: shingles(text_of[r], **shingle_kw) for r in reps}
     edges = similar_pairs(reps, [text_of[r] for r in reps], min_jaccard, **shingle_kw)
-    result = _guard_rounds(reps, list(edges), sets, best, guard, max_rounds, frozenset())
+    result = _guard_rounds(reps, list(edges), sets, order, guard, max_rounds, frozenset())
     return _with_copies(ids, rep, result)
 
 
@@ -393,7 +393,7 @@ def incremental_clusters(
     min_jaccard: float,
     guard: float | None,
     max_rounds: int = 20,
-    order: Callable[[Any], Any] | None = None,
+    rank: Callable[[Any], Any] | None = None,
     **shingle_kw: Any,
 ) -> dict[Any, tuple[Any, float | None]]:
     """batch id -> (kept id, similarity to it) as docs/design.md defines `dedup --against`:
@@ -403,7 +403,7 @@ def incremental_clusters(
     documents, with three differences: pairs of two indexed documents are not edges (the
     index keeps no texts to compare them by, and they are already deduplicated); indexed
     documents come first in every cluster (then by id: they have no policy column), before
-    the batch's best by `order` (default: longest); and an indexed document is never removed:
+    the batch's best by `rank` (default: longest); and an indexed document is never removed:
     one that is not its cluster's kept document is split off like a document below the guard,
     and re-clustered with them (also with the guard off).
     """
@@ -411,12 +411,12 @@ def incremental_clusters(
     _check_ids(index_ids, index_texts)
     norm_kw = {k: v for k, v in shingle_kw.items() if k in ("lowercase", "strip_punctuation")}
     length = {i: len(t) for i, t in zip(batch_ids, batch_texts, strict=True)}
-    batch_order = order or (lambda i: (-length[i], i))
+    batch_order = rank or (lambda i: (-length[i], i))
     indexed = frozenset(index_ids)
     if indexed & set(batch_ids):
         raise ValueError("batch and index ids must differ")
 
-    def indexed_first(i: Any) -> tuple[int, Any]:
+    def order(i: Any) -> tuple[int, Any]:
         return (0, i) if i in indexed else (1, batch_order(i))
 
     rep = _exact_representatives(batch_ids, batch_texts, batch_order, norm_kw)
@@ -428,7 +428,7 @@ def incremental_clusters(
     sets = {n: shingles(text_of[n], **shingle_kw) for n in nodes}
     pairs = similar_pairs(nodes, [text_of[n] for n in nodes], min_jaccard, **shingle_kw)
     edges = [(a, b) for a, b in pairs if not (a in indexed and b in indexed)]
-    result = _guard_rounds(nodes, edges, sets, indexed_first, guard, max_rounds, indexed)
+    result = _guard_rounds(nodes, edges, sets, order, guard, max_rounds, indexed)
     return _with_copies(batch_ids, rep, result)
 
 

@@ -63,14 +63,14 @@ def test_priority_then_quality_from_the_command_line(
         return (place.get(d["source"], len(ORDER)), q is None, -q if isinstance(q, float) else 0, i)
 
     ids, texts = list(by_id), [str(d["text"]) for d in docs]
-    want = guarded_clusters(ids, texts, 0.8, 0.7, order=order)
+    want = guarded_clusters(ids, texts, 0.8, 0.7, rank=order)
     rows = pq.read_table(out / "clusters").to_pylist()
     got = {r["id"]: (r["cluster_id"], r["similarity"]) for r in rows}
     assert {i: (k, None if s is None else round(s, 9)) for i, (k, s) in got.items()} == {
         i: (k, None if s is None else round(s, 9)) for i, (k, s) in want.items()
     }
     # The test can tell: the scores decide between members of the same place in the list.
-    by_place_only = guarded_clusters(ids, texts, 0.8, 0.7, order=lambda i: (*order(i)[:1], i))
+    by_place_only = guarded_clusters(ids, texts, 0.8, 0.7, rank=lambda i: (*order(i)[:1], i))
     assert sum(want[i][0] != by_place_only[i][0] for i in ids) > 10
 
 

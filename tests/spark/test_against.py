@@ -89,7 +89,7 @@ class References:
 @pytest.fixture(scope="module")
 def refs(corpus: Corpus) -> References:
     def guarded(ids: list[int]) -> Result:
-        return guarded_clusters(ids, [corpus.text[i] for i in ids], THRESHOLD, GUARD, order=corpus.rank)
+        return guarded_clusters(ids, [corpus.text[i] for i in ids], THRESHOLD, GUARD, rank=corpus.rank)
 
     a = guarded(corpus.ids(0))
     indexed = sorted(i for i, (kept, _) in a.items() if kept == i)
@@ -101,7 +101,7 @@ def refs(corpus: Corpus) -> References:
         [corpus.text[i] for i in indexed],
         THRESHOLD,
         GUARD,
-        order=corpus.rank,
+        rank=corpus.rank,
     )
     return References(a, b, guarded(corpus.ids()), frozenset(indexed))
 

@@ -96,7 +96,7 @@ def _expected(corpus: Corpus, guard: float | None, order: Order) -> list[Row]:
     """Every document's (id, kept id, kept, status, similarity) by brute force: the
     reference's clusters and similarities under `order`; the status from the exact groups
     (equal normalized text) and the cluster sizes, here."""
-    clusters = guarded_clusters(corpus.ids, corpus.texts, 0.8, guard, order=order)
+    clusters = guarded_clusters(corpus.ids, corpus.texts, 0.8, guard, rank=order)
     groups: dict[str, list[int]] = defaultdict(list)
     for i, t in zip(corpus.ids, corpus.texts, strict=True):
         groups[normalize(t)].append(i)

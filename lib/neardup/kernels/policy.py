@@ -35,14 +35,13 @@ def survivor_order(
     (or smallest id without one); quality: largest survivor.column; priority: smallest
     `_priority`, then the order of `then` (any policy but priority). `prefer_index`
     (dedup --against): indexed documents before any of the batch, whatever the policy."""
-    if prefer_index:
-        # An indexed document is never removed, so it leads; it has no policy columns (nulls
-        # rank last), so indexed documents order among themselves by id.
-        return [SortKey(C.FROM_INDEX, True), *survivor_order(policy, has_column, then)]
+    # An indexed document is never removed, so it leads; it has no policy column (nulls rank
+    # last), so indexed documents order among themselves by id.
+    first = [SortKey(C.FROM_INDEX, True)] if prefer_index else []
     if policy == PRIORITY:
         if then not in THEN_POLICIES:
             raise ValueError(f"survivor.then must be one of {', '.join(THEN_POLICIES)}, not {then!r}")
-        return [SortKey(C.PRIORITY, False), *survivor_order(then, has_column)]
+        return [*first, SortKey(C.PRIORITY, False), *survivor_order(then, has_column)]
     if policy == "longest":
         keys = [SortKey(C.LENGTH, True)]
     elif policy == "earliest":
@@ -51,7 +50,7 @@ def survivor_order(
         keys = [SortKey(C.RANK, True)]
     else:
         raise ValueError(f"unknown survivor policy {policy!r}")
-    return [*keys, SortKey(C.DOC_ID, False)]
+    return [*first, *keys, SortKey(C.DOC_ID, False)]
 
 
 def carried_columns(policy: str) -> tuple[str, ...]:
