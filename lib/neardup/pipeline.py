@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from neardup import __version__
 from neardup import columns as C
@@ -52,7 +53,7 @@ from neardup.runtime.sizing import (
     writer_options,
 )
 from neardup.runtime.stagelog import StageLog
-from neardup.runtime.workdir import WorkDir, fingerprint, input_fingerprint
+from neardup.runtime.workdir import WorkDir, fingerprint, input_fingerprint, read_parquet
 from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
 from neardup.stages.exact import exact_groups, group_exact
@@ -214,11 +215,11 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
         chosen = r.stage("survivors", count(edges.rows, "edges"), _survivors, exact, edges, components)
         guarded = r.stage("guard", count(chosen.rows, "clustered"), _guard, inp, signed, exact, edges, chosen)
         written = f"{guarded.kept:,} kept / {signed.signed - guarded.kept:,} removed"
-        r.stage("write", written, _write, inp, exact, edges, guarded)
-        r.stage("check", count(inp.rows, "rows"), _check, inp)
+        staged = r.stage("write", written, _write, inp, exact, edges, guarded)
+        statuses = r.stage("check", count(inp.rows, "rows"), _check, inp, staged)
         if cfg.report.html:
             about = f"{count(inp.rows, 'rows')}, {count(edges.rows, 'edges')}"
-            summary = r.stage("report", about, _gather_report, inp, edges)
+            summary = r.stage("report", about, _gather_report, inp, edges, staged, statuses)
     report = _report(r, started, inp)
     files = {"report.html": _render_html(report, summary)} if summary is not None else {}
     _publish(r.fs, r.paths, report, files)
@@ -424,6 +425,7 @@ def _components(r: _Run, edges: _Edges) -> tuple[DataFrame, Counts]:
         backend=r.cfg.components.backend,
         max_iterations=r.cfg.components.max_iterations,
         checkpoint_dir=f"{r.paths.work}/checkpoints",
+        on_driver=broadcastable(edges.rows),
     )
     counts = {"components_backend": stats.get("backend"), "components_iterations": stats.get("iterations")}
     return r.keep(components), counts
@@ -479,6 +481,8 @@ def _guard(
                 backend=cfg.components.backend,
                 max_iterations=cfg.components.max_iterations,
                 checkpoint_dir=f"{r.paths.work}/checkpoints",
+                # A subset of the verified edges.
+                on_driver=small,
             )
             return found
 
@@ -492,6 +496,8 @@ def _guard(
             threshold=cfg.guard_threshold,
             max_rounds=cfg.guard.max_rounds,
         )
+    # Kept before the sizes are summed from it: write reads it again.
+    guarded = r.keep(guarded)
     sizes = r.keep(cluster_sizes(guarded.select(C.DOC_ID, C.KEPT_ID), exact.groups))
     after = _size_figures(sizes)
     kept = signed.signed - after["removed"]
@@ -518,7 +524,7 @@ def _guard(
             "largest_cluster_after": after["largest"],
             "seconds": round(time.time() - started, 3),
         }
-    return _Guarded(r.keep(guarded), sizes, kept), counts
+    return _Guarded(guarded, sizes, kept), counts
 
 
 def _size_figures(sizes: DataFrame) -> dict[str, int]:
@@ -538,47 +544,70 @@ def _size_figures(sizes: DataFrame) -> dict[str, int]:
     }
 
 
-def _write(r: _Run, inp: _Input, exact: _Exact, edges: _Edges, guarded: _Guarded) -> tuple[None, Counts]:
+def _write(r: _Run, inp: _Input, exact: _Exact, edges: _Edges, guarded: _Guarded) -> tuple[Staged, Counts]:
     # What assign_members broadcasts: a row per clustered representative (at most two per
     # verified edge) and a row per cluster or exact group with removed members.
     small = broadcastable(2 * edges.rows + exact.copies)
-    write_outputs(
+    schemas = write_outputs(
         inp.source,
         r.cfg,
-        assign_members(exact.members, guarded.frame, guarded.sizes, small),
+        # Kept: clusters/ is written from it and kept/ takes its removed ids.
+        r.keep(assign_members(exact.members, guarded.frame, guarded.sizes, small)),
         exact.rejected,
         {name: r.paths.staged(name) for name in ("clusters", "kept", "rejected")},
         writer_options(inp.batches, r.cfg.input.text_col),
         broadcast_dropped=broadcastable(inp.rows - guarded.kept),
         broadcast_rejected=broadcastable(exact.rejected_rows),
         malformed=inp.malformed,
+        any_rejected=exact.rejected_rows > 0,
     )
-    return None, {}
+    return Staged(r.spark, r.paths, schemas), {}
 
 
-def _check(r: _Run, inp: _Input) -> tuple[None, Counts]:
-    read = r.spark.read.parquet
-    staged = r.paths.staged
-    counts = check_outputs(
+@dataclass(frozen=True)
+class Staged:
+    """The written outputs, read back with the schemas they were written with (no job)."""
+
+    spark: SparkSession
+    paths: Paths
+    schemas: dict[str, StructType]
+
+    def read(self, name: str) -> DataFrame:
+        return read_parquet(self.spark, self.paths.staged(name), self.schemas[name])
+
+
+def _check(r: _Run, inp: _Input, staged: Staged) -> tuple[dict[str, int], Counts]:
+    """The outputs' own checks; returns clusters/ rows per status (for the report)."""
+    c = check_outputs(
         inp.rows,
-        read(staged("clusters")),
-        read(staged("kept")),
-        read(staged("rejected")),
+        staged.read("clusters"),
+        staged.read("kept"),
+        staged.read("rejected"),
         inp.malformed_rows,
         r.cfg.guard_threshold,
     )
-    return None, dict(counts)
+    statuses = {
+        C.STATUS_UNIQUE: c["unique"],
+        C.STATUS_KEPT: c["kept"] - c["unique"],
+        C.STATUS_EXACT: c["exact_duplicates"],
+        C.STATUS_NEAR: c["near_duplicates"],
+        C.STATUS_REJECTED: c["rejected"] - inp.malformed_rows,  # malformed lines have no row
+    }
+    return {k: n for k, n in statuses.items() if n}, dict(c)
 
 
-def _gather_report(r: _Run, inp: _Input, edges: _Edges) -> tuple[Summary, Counts]:
+def _gather_report(
+    r: _Run, inp: _Input, edges: _Edges, staged: Staged, statuses: dict[str, int]
+) -> tuple[Summary, Counts]:
     summary = gather(
-        r.spark.read.parquet(r.paths.staged("clusters")),
+        staged.read("clusters"),
         edges.frame,
         inp.source,
         r.cfg.input.id_col,
         r.cfg.input.text_col,
         r.cfg.report.sample_clusters,
         r.cfg.report.seed,
+        statuses,
     )
     return summary, {}
 

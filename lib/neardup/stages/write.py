@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from neardup import columns as C
 from neardup.config import Config
@@ -21,8 +22,10 @@ def write_outputs(
     broadcast_dropped: bool,
     broadcast_rejected: bool,
     malformed: DataFrame | None = None,
-) -> None:
-    """Write the three outputs to `staged[name]` with the Parquet writer `options`.
+    any_rejected: bool = True,
+) -> dict[str, StructType]:
+    """Write the three outputs to `staged[name]` with the Parquet writer `options`;
+    returns their schemas (name -> schema), so they are read back without a job.
 
     assigned (_id, _kept_id, status, ...): every signed document and exact copy;
     rejected (_id, reason); source: the input rows, every column as read.
@@ -36,6 +39,8 @@ def write_outputs(
       `neardup_reason` if the input already has a `reason` column); with `malformed`
       (_file, _line, _raw), also one row per malformed line: the input columns null, the
       reason naming its file and line, and the line's bytes in `malformed_line`.
+      `any_rejected` False (the caller counted no rejected rows) writes it empty without
+      reading the input.
     """
     id_type = next(f.dataType for f in source.schema.fields if f.name == cfg.input.id_col)
     clusters = assigned.select(
@@ -56,6 +61,7 @@ def write_outputs(
         )
     )
     clusters.orderBy(C.ID).write.mode("overwrite").options(**options).parquet(staged["clusters"])
+    schemas = {"clusters": clusters.schema}
 
     id_col = cfg.input.id_col
     dropped = (
@@ -67,12 +73,18 @@ def write_outputs(
         dropped = F.broadcast(dropped)
     kept = source.join(dropped, F.col(id_col) == F.col("_drop_id"), "left_anti")
     kept.write.mode("overwrite").options(**options).parquet(staged["kept"])
+    schemas["kept"] = kept.schema
 
     reason_name = "neardup_reason" if C.REASON in source.columns else C.REASON
-    reasons = rejected.select(F.col(C.DOC_ID).alias("_rej_id"), F.col(C.REASON).alias(reason_name))
-    if broadcast_rejected:
-        reasons = F.broadcast(reasons)
-    bad = source.join(reasons, F.col(id_col) == F.col("_rej_id")).drop("_rej_id")
+    if any_rejected:
+        reasons = rejected.select(F.col(C.DOC_ID).alias("_rej_id"), F.col(C.REASON).alias(reason_name))
+        if broadcast_rejected:
+            reasons = F.broadcast(reasons)
+        bad = source.join(reasons, F.col(id_col) == F.col("_rej_id")).drop("_rej_id")
+    else:
+        # Nothing rejected (the usual case): the same columns with no rows, and the input is
+        # not read again to find none (Spark plans a limit of 0 as an empty relation).
+        bad = source.limit(0).withColumn(reason_name, F.lit(None).cast("string"))
     if malformed is not None:
         where = F.concat(
             F.lit("malformed JSON line ("),
@@ -90,3 +102,5 @@ def write_outputs(
         )
         bad = bad.withColumn("malformed_line", F.lit(None).cast("binary")).unionByName(lines)
     bad.write.mode("overwrite").options(**options).parquet(staged["rejected"])
+    schemas["rejected"] = bad.schema
+    return schemas
