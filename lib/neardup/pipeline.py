@@ -39,6 +39,7 @@ from neardup.config import Config
 from neardup.errors import UsageError
 from neardup.kernels.bands import s_curve
 from neardup.kernels.sign import SignParams
+from neardup.report import check_renderer
 from neardup.report.summary import Summary
 from neardup.runtime.fs import FileSystem
 from neardup.runtime.jobgroups import JobGroups, count
@@ -72,7 +73,7 @@ from neardup.stages.read import (
 from neardup.stages.report import gather
 from neardup.stages.sample import Sample, draw_sample
 from neardup.stages.sign import sign_documents, sign_params
-from neardup.stages.survivors import assign_members, choose_survivors, cluster_sizes
+from neardup.stages.survivors import assign_members, choose_survivors, cluster_sizes, clustered_figures
 from neardup.stages.verify import endpoint_texts, verify_pairs
 from neardup.stages.write import write_outputs
 
@@ -90,18 +91,6 @@ BROADCAST_ROWS = 2_000_000
 
 def broadcastable(bound: int) -> bool:
     return bound <= BROADCAST_ROWS
-
-
-def check_renderer(cfg: Config) -> None:
-    """report.html is drawn with matplotlib on the driver: say so before any work, not after."""
-    if not cfg.report.html:
-        return
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise UsageError(
-            "report.html needs matplotlib on the driver: pip install matplotlib, or --set report.html=false"
-        ) from None
 
 
 @dataclass(frozen=True)
@@ -435,13 +424,14 @@ def _components(r: _Run, edges: _Edges) -> tuple[DataFrame, Counts]:
 class _Chosen:
     frame: DataFrame  # (_id, _kept_id): every representative in a cluster
     rows: int
+    largest: int  # the largest cluster, in documents (the guard's "before")
 
 
 def _survivors(r: _Run, exact: _Exact, edges: _Edges, components: DataFrame) -> tuple[_Chosen, Counts]:
     # choose_survivors broadcasts the component nodes: at most two per verified edge.
     chosen = r.keep(choose_survivors(_reps(exact), components, r.cfg, broadcastable(2 * edges.rows)))
-    n = chosen.count()
-    return _Chosen(chosen, n), {"clustered": n}
+    n, largest = clustered_figures(chosen, exact.groups)
+    return _Chosen(chosen, n, largest), {"clustered": n}
 
 
 def _reps(exact: _Exact) -> DataFrame:
@@ -503,9 +493,6 @@ def _guard(
     kept = signed.signed - after["removed"]
     counts: Counts = {"clusters": after["clusters"], "largest_cluster": after["largest"]}
     if stats is not None:
-        before = after["largest"]
-        if stats.documents_rehomed:
-            before = _size_figures(cluster_sizes(chosen.frame, exact.groups))["largest"]
         counts.update(
             guard_rounds=stats.rounds,
             clusters_split=stats.clusters_split,
@@ -520,7 +507,7 @@ def _guard(
             "clusters_split": stats.clusters_split,
             "documents_rehomed": stats.documents_rehomed,
             "released": stats.released,
-            "largest_cluster_before": before,
+            "largest_cluster_before": chosen.largest,
             "largest_cluster_after": after["largest"],
             "seconds": round(time.time() - started, 3),
         }
