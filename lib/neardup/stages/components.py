@@ -26,7 +26,7 @@ import time
 from typing import Any, cast
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -244,12 +244,17 @@ def _scipy_available() -> bool:
 def _driver_components(spark: SparkSession, edges: DataFrame) -> DataFrame:
     s, d = F.col(SRC), F.col(DST)
     real = edges.where(s.isNotNull() & d.isNotNull() & (s != d)).select(SRC, DST)
-    # toPandas goes through Arrow (spark.sql.execution.arrow.pyspark.enabled); nulls are
-    # filtered out above, so integer columns stay integers.
-    collected = cast(pd.DataFrame, real.toPandas())
-    nodes, labels = smallest_labels(collected[SRC].to_numpy(), collected[DST].to_numpy())
     id_type = edges.schema[SRC].dataType
     schema = T.StructType([T.StructField(DOC_ID, id_type, False), T.StructField(COMPONENT, id_type, False)])
+    if hasattr(real, "toArrow"):  # Spark 4: Arrow both ways, without pandas
+        table = real.toArrow()
+        nodes, labels = smallest_labels(table.column(SRC).to_numpy(), table.column(DST).to_numpy())
+        return spark.createDataFrame(pa.table({DOC_ID: nodes, COMPONENT: labels}), schema)
+    import pandas as pd  # Spark 3.5 converts through pandas (Arrow underneath)
+
+    # Nulls are filtered out above, so integer columns stay integers.
+    collected = cast(pd.DataFrame, real.toPandas())
+    nodes, labels = smallest_labels(collected[SRC].to_numpy(), collected[DST].to_numpy())
     return spark.createDataFrame(pd.DataFrame({DOC_ID: nodes, COMPONENT: labels}), schema)
 
 
@@ -259,11 +264,9 @@ def smallest_labels(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.nd
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components as scipy_components
 
-    ends = np.concatenate([src, dst])
     # Sorted: node i is the i-th smallest id, so a component's smallest index is its
-    # smallest id.
-    codes, nodes = pd.factorize(ends, sort=True)
-    nodes = np.asarray(nodes)
+    # smallest id (strings sort by code point, which is Spark's UTF-8 byte order).
+    nodes, codes = np.unique(np.concatenate([src, dst]), return_inverse=True)
     n, m = len(nodes), len(src)
     if n == 0:
         return nodes, nodes
