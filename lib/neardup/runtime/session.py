@@ -15,13 +15,15 @@ deleted when a later run starts.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import re
 import stat
 import tempfile
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,6 +78,7 @@ def start(
     app_name: str = "neardup",
     quiet_jvm: bool = False,
     packages: Sequence[str] = (),
+    preload: Sequence[str] = (),
 ) -> Started:
     """Reuse the active session if there is one (Databricks, notebooks, tests), else build one.
 
@@ -83,7 +86,8 @@ def start(
     mode without a user's `spark.driver.memory` the heap is half of the machine's memory.
     `quiet_jvm` sends the output of a JVM launched here to a log file (named in errors).
     `packages` (Maven coordinates) join `spark.jars.packages`; an active session cannot
-    take them (they are reported in `not_applied`).
+    take them (they are reported in `not_applied`). `preload`: modules the caller will need
+    next, imported while a JVM launched here starts (`preloaded`).
     """
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -134,12 +138,36 @@ def start(
         merged["spark.jars.packages"] = ",".join(dict.fromkeys([*wanted, *packages]))
     settings = merged
     jvm_log = None
-    if not _submitted() and SparkContext._gateway is None:
-        jvm_log = _launch_jvm(settings, app_name, quiet_jvm)
-    for k, v in settings.items():
-        builder = builder.config(k, v)
-    spark = builder.getOrCreate()
+    with preloaded(preload):
+        if not _submitted() and SparkContext._gateway is None:
+            jvm_log = _launch_jvm(settings, app_name, quiet_jvm)
+        for k, v in settings.items():
+            builder = builder.config(k, v)
+        spark = builder.getOrCreate()
     return Started(spark, False, heap_note, jvm_log)
+
+
+@contextlib.contextmanager
+def preloaded(modules: Sequence[str]) -> Iterator[None]:
+    """Import `modules` in a thread while the block runs (the JVM starting: seconds in which
+    this process mostly waits), and wait for them at its end. Meant for libraries the JVM's
+    start does not import itself (numba, pyarrow, matplotlib), so the two never import the
+    same module at once. An import that fails here is left for the caller's own import
+    to raise where it would have anyway."""
+
+    def load() -> None:
+        for name in modules:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+
+    thread = threading.Thread(target=load, name="neardup-preload", daemon=True)
+    if modules:
+        thread.start()
+    try:
+        yield
+    finally:
+        if modules:
+            thread.join()
 
 
 def _size_local_heap(conf: Mapping[str, str], settings: dict[str, str]) -> str:
