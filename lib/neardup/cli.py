@@ -283,10 +283,15 @@ def _load_config(args: argparse.Namespace, overrides: dict[str, Any]) -> Any:
 
 
 def _session(
-    args: argparse.Namespace, cfg: Any, run: _Run, packages: Sequence[str] = (), preload: Sequence[str] = ()
+    args: argparse.Namespace,
+    cfg: Any,
+    run: _Run,
+    packages: Sequence[str] = (),
+    preload: Sequence[str] = (),
+    small_input: bool = False,
 ) -> Any:
-    """Start (or reuse) the SparkSession for cfg, importing `preload` meanwhile; remembers it
-    in `run` for the error handler."""
+    """Start (or reuse) the SparkSession for cfg, importing `preload` meanwhile (`small_input`:
+    see session.start); remembers it in `run` for the error handler."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
         import pyspark  # noqa: F401
@@ -299,7 +304,12 @@ def _session(
 
     try:
         run.started = started = start(
-            args.master, cfg.spark, quiet_jvm=not args.debug, packages=packages, preload=preload
+            args.master,
+            cfg.spark,
+            quiet_jvm=not args.debug,
+            packages=packages,
+            preload=preload,
+            small_input=small_input,
         )
     finally:
         run.log = launched_log()  # also when the session failed to start: the error names it
@@ -325,7 +335,11 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
         from neardup.runtime.packages import graphframes_package
 
         packages.append(graphframes_package(cfg.components.graphframes_package))
-    spark = _session(args, cfg, run, packages, _DEDUP_PRELOAD + (_HTML_PRELOAD if cfg.report.html else []))
+    from neardup.runtime.session import small_local_input
+
+    preload = _DEDUP_PRELOAD + (_HTML_PRELOAD if cfg.report.html else [])
+    small = cfg.input.format != "table" and small_local_input(args.input)
+    spark = _session(args, cfg, run, packages, preload, small)
     from neardup import pipeline
 
     started = run.started

@@ -22,13 +22,14 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
-from pyspark import StorageLevel
+from pyspark import InheritableThread, StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
@@ -75,6 +76,7 @@ from neardup.stages.sample import Sample, draw_sample
 from neardup.stages.sign import sign_documents, sign_params
 from neardup.stages.survivors import assign_members, choose_survivors, cluster_sizes, clustered_figures
 from neardup.stages.verify import endpoint_texts, verify_pairs
+from neardup.stages.warmup import warm_up
 from neardup.stages.write import write_outputs
 
 log = logging.getLogger("neardup")
@@ -166,6 +168,7 @@ class _Run:
     run_id: str
     settings: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     cached: list[DataFrame] = field(default_factory=list)
+    warm: threading.Thread | None = None  # the Python warm-up (_warm_python), if one runs
     guard: dict[str, Any] | None = None  # the guard's figures, for report.json
 
     def stage(self, name: str, about: str, fn: Callable[..., tuple[T, Counts]], *args: Any) -> T:
@@ -180,7 +183,13 @@ class _Run:
         self.cached.append(df.persist(StorageLevel.MEMORY_AND_DISK))
         return self.cached[-1]
 
+    def warmed(self) -> None:
+        """Wait for the Python warm-up, if one runs."""
+        if self.warm is not None:
+            self.warm.join()
+
     def close(self) -> None:
+        self.warmed()
         self.settings.close()
         for df in self.cached:
             # After a JVM death this fails too; the original error is the one to report.
@@ -280,6 +289,7 @@ def open_input(spark: SparkSession, cfg: Config, input_path: str) -> Opened:
 
 def _read(r: _Run) -> tuple[_Input, Counts]:
     """Read and check the input, size the batches from it, fingerprint the run."""
+    _warm_python(r)
     opened = open_input(r.spark, r.cfg, r.input_path)
     inp, row_check = opened.inp, opened.check
     batches = plan_memory(r.spark, r.cfg, opened.profile)
@@ -297,6 +307,27 @@ def _read(r: _Run) -> tuple[_Input, Counts]:
     read = _Input(source, docs, rows, batches, params, fps, malformed, row_check.malformed)
     counts = {"input": rows, "malformed": row_check.malformed} if row_check.malformed else {"input": rows}
     return read, counts
+
+
+def _warm_python(r: _Run) -> None:
+    """Local mode: start a Python worker and load the kernels in it (`warm_up`), in a
+    thread of the read stage's job group, while the input is read. Signing waits for it,
+    so its first task takes that worker instead of starting a second one beside it: with a
+    warm-up of W seconds and a read of R, signing starts after max(R, W) where it would
+    otherwise start after R and spend about W starting its worker. (On a cluster one warm
+    worker on one executor would help no one.)"""
+    if not str(r.spark.sparkContext.master).startswith("local"):
+        return
+    job = warm_up(r.spark, sign_params(r.cfg), r.cfg.verify.method == "signature", r.cfg.verify.method)
+
+    def collect() -> None:
+        # A failure here (a worker that cannot import the kernels) is the signing stage's
+        # to report, with its own error handling.
+        with contextlib.suppress(Exception):
+            job.collect()
+
+    r.warm = InheritableThread(target=collect, daemon=True)
+    r.warm.start()
 
 
 def plan_memory(spark: SparkSession, cfg: Config, profile: InputProfile | None) -> BatchSizes:
@@ -331,6 +362,7 @@ class _Signed:
 
 
 def _sign(r: _Run, inp: _Input) -> tuple[_Signed, Counts]:
+    r.warmed()
     keep_sigs = r.cfg.verify.method == "signature"
     signed = r.work.materialize(
         "signatures", inp.fps.signatures, lambda: sign_documents(inp.docs, inp.params, keep_sigs)
