@@ -24,6 +24,11 @@ from neardup.errors import InputDataError, NeardupError, UsageError, stage_of
 log = logging.getLogger("neardup")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INPUT, EXIT_INDEX = 0, 1, 2, 3, 4
+# What dedup's driver imports after the session is up and that takes about a second to
+# import, numba and pyarrow (through the kernels): imported while the JVM starts instead.
+# With report.html, matplotlib too (report/charts.py).
+_DEDUP_PRELOAD = ["neardup.kernels.sign"]
+_HTML_PRELOAD = ["neardup.report.charts"]
 # `neardup tune --input` defaults: documents and text bytes of the sample, test level.
 SAMPLE_SIZE, SAMPLE_BYTES, ALPHA = 10_000, "64m", 0.01
 
@@ -326,8 +331,16 @@ def _load_config(args: argparse.Namespace, overrides: dict[str, Any]) -> Any:
     return cfg
 
 
-def _session(args: argparse.Namespace, cfg: Any, run: _Run, packages: Sequence[str] = ()) -> Any:
-    """Start (or reuse) the SparkSession for cfg; remembers it in `run` for the error handler."""
+def _session(
+    args: argparse.Namespace,
+    cfg: Any,
+    run: _Run,
+    packages: Sequence[str] = (),
+    preload: Sequence[str] = (),
+    small_input: bool = False,
+) -> Any:
+    """Start (or reuse) the SparkSession for cfg, importing `preload` meanwhile (`small_input`:
+    see session.start); remembers it in `run` for the error handler."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
         import pyspark  # noqa: F401
@@ -339,7 +352,14 @@ def _session(args: argparse.Namespace, cfg: Any, run: _Run, packages: Sequence[s
     from neardup.runtime.session import launched_log, start
 
     try:
-        run.started = started = start(args.master, cfg.spark, quiet_jvm=not args.debug, packages=packages)
+        run.started = started = start(
+            args.master,
+            cfg.spark,
+            quiet_jvm=not args.debug,
+            packages=packages,
+            preload=preload,
+            small_input=small_input,
+        )
     finally:
         run.log = launched_log()  # also when the session failed to start: the error names it
     spark = started.spark
@@ -356,15 +376,21 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
     if args.overwrite:
         overrides["output"] = {"overwrite": True}
     cfg = _load_config(args, overrides)
-    from neardup import pipeline
+    from neardup.report import check_renderer
 
-    pipeline.check_renderer(cfg)  # before the JVM starts
+    check_renderer(cfg)  # before the JVM starts
     packages = []
     if cfg.components.backend == "graphframes":
         from neardup.runtime.packages import graphframes_package
 
         packages.append(graphframes_package(cfg.components.graphframes_package))
-    spark = _session(args, cfg, run, packages)
+    from neardup.runtime.session import small_local_input
+
+    preload = _DEDUP_PRELOAD + (_HTML_PRELOAD if cfg.report.html else [])
+    small = cfg.input.format != "table" and small_local_input(args.input)
+    spark = _session(args, cfg, run, packages, preload, small)
+    from neardup import pipeline
+
     started = run.started
     conf = spark.sparkContext.getConf()
     log.info(

@@ -25,9 +25,7 @@ import yaml
 
 from neardup.errors import UsageError
 from neardup.kernels.bands import bands_for_recall, candidate_probability, optimal_bands
-from neardup.kernels.decon import VERIFY_METHODS as DECON_VERIFY
-from neardup.kernels.hashing import UNITS
-from neardup.kernels.minhash import METHODS
+from neardup.kernels.choices import DECON_VERIFY, METHODS, UNITS
 from neardup.kernels.policy import POLICIES, PRIORITY, THEN_POLICIES
 from neardup.runtime.memory import GiB, KiB, parse_size
 

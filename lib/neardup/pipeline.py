@@ -28,15 +28,17 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
-from pyspark import StorageLevel
+from pyspark import InheritableThread, StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from neardup import __version__
 from neardup import columns as C
@@ -44,6 +46,7 @@ from neardup.config import Config
 from neardup.errors import UsageError
 from neardup.kernels.bands import s_curve
 from neardup.kernels.sign import SignParams
+from neardup.report import check_renderer
 from neardup.report.summary import Summary
 from neardup.runtime.fs import FileSystem
 from neardup.runtime.indexstore import check_id_type
@@ -59,7 +62,7 @@ from neardup.runtime.sizing import (
     writer_options,
 )
 from neardup.runtime.stagelog import StageLog
-from neardup.runtime.workdir import WorkDir, fingerprint, input_fingerprint
+from neardup.runtime.workdir import WorkDir, fingerprint, input_fingerprint, read_parquet
 from neardup.stages.against import (
     OpenIndex,
     cross_edges,
@@ -87,8 +90,9 @@ from neardup.stages.read import (
 from neardup.stages.report import gather
 from neardup.stages.sample import Sample, draw_sample
 from neardup.stages.sign import sign_documents, sign_params
-from neardup.stages.survivors import assign_members, choose_survivors, cluster_sizes
+from neardup.stages.survivors import assign_members, choose_survivors, cluster_sizes, clustered_figures
 from neardup.stages.verify import endpoint_texts, verify_pairs
+from neardup.stages.warmup import warm_up
 from neardup.stages.write import write_outputs
 
 log = logging.getLogger("neardup")
@@ -105,18 +109,6 @@ BROADCAST_ROWS = 2_000_000
 
 def broadcastable(bound: int) -> bool:
     return bound <= BROADCAST_ROWS
-
-
-def check_renderer(cfg: Config) -> None:
-    """report.html is drawn with matplotlib on the driver: say so before any work, not after."""
-    if not cfg.report.html:
-        return
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise UsageError(
-            "report.html needs matplotlib on the driver: pip install matplotlib, or --set report.html=false"
-        ) from None
 
 
 @dataclass(frozen=True)
@@ -202,6 +194,7 @@ class RunContext:
     run_id: str
     settings: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     cached: list[DataFrame] = field(default_factory=list)
+    warm: threading.Thread | None = None  # the Python warm-up (_warm_python), if one runs
     guard: dict[str, Any] | None = None  # the guard's figures, for report.json
     index: OpenIndex | None = None  # dedup --against
     against: _Against | None = None  # what the against stage found
@@ -218,7 +211,13 @@ class RunContext:
         self.cached.append(df.persist(StorageLevel.MEMORY_AND_DISK))
         return self.cached[-1]
 
+    def warmed(self) -> None:
+        """Wait for the Python warm-up, if one runs."""
+        if self.warm is not None:
+            self.warm.join()
+
     def close(self) -> None:
+        self.warmed()
         self.settings.close()
         for df in self.cached:
             # After a JVM death this fails too; the original error is the one to report.
@@ -253,11 +252,11 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str, against:
         chosen = r.stage("survivors", count(edges.rows, "edges"), _survivors, exact, edges, components)
         guarded = r.stage("guard", count(chosen.rows, "clustered"), _guard, inp, signed, exact, edges, chosen)
         written = f"{guarded.kept:,} kept / {signed.signed - guarded.kept:,} removed"
-        r.stage("write", written, _write, inp, exact, edges, guarded)
-        r.stage("check", count(inp.rows, "rows"), _check, inp)
+        staged = r.stage("write", written, _write, inp, exact, edges, guarded)
+        statuses = r.stage("check", count(inp.rows, "rows"), _check, inp, staged)
         if cfg.report.html:
             about = f"{count(inp.rows, 'rows')}, {count(edges.rows, 'edges')}"
-            summary = r.stage("report", about, _gather_report, inp, edges)
+            summary = r.stage("report", about, _gather_report, inp, edges, staged, statuses)
     report = _report(r, started, inp)
     files = {"report.html": _render_html(report, summary)} if summary is not None else {}
     publish(r.fs, r.paths, report, files)
@@ -329,6 +328,7 @@ def open_input(spark: SparkSession, cfg: Config, input_path: str) -> Opened:
 
 def read_stage(r: RunContext) -> tuple[ReadResult, Counts]:
     """Read and check the input, size the batches from it, fingerprint the run."""
+    _warm_python(r)
     opened = open_input(r.spark, r.cfg, r.input_path)
     inp, row_check = opened.inp, opened.check
     batches = plan_memory(r.spark, r.cfg, opened.profile)
@@ -347,6 +347,27 @@ def read_stage(r: RunContext) -> tuple[ReadResult, Counts]:
     read = ReadResult(source, docs, rows, batches, params, fps, malformed, row_check.malformed)
     counts = {"input": rows, "malformed": row_check.malformed} if row_check.malformed else {"input": rows}
     return read, counts
+
+
+def _warm_python(r: RunContext) -> None:
+    """Local mode: start a Python worker and load the kernels in it (`warm_up`), in a
+    thread of the read stage's job group, while the input is read. Signing waits for it,
+    so its first task takes that worker instead of starting a second one beside it: with a
+    warm-up of W seconds and a read of R, signing starts after max(R, W) where it would
+    otherwise start after R and spend about W starting its worker. (On a cluster one warm
+    worker on one executor would help no one.)"""
+    if not str(r.spark.sparkContext.master).startswith("local"):
+        return
+    job = warm_up(r.spark, sign_params(r.cfg), r.cfg.verify.method == "signature", r.cfg.verify.method)
+
+    def collect() -> None:
+        # A failure here (a worker that cannot import the kernels) is the signing stage's
+        # to report, with its own error handling.
+        with contextlib.suppress(Exception):
+            job.collect()
+
+    r.warm = InheritableThread(target=collect, daemon=True)
+    r.warm.start()
 
 
 def plan_memory(spark: SparkSession, cfg: Config, profile: InputProfile | None) -> BatchSizes:
@@ -381,6 +402,7 @@ class _Signed:
 
 
 def _sign(r: RunContext, inp: ReadResult) -> tuple[_Signed, Counts]:
+    r.warmed()
     keep_sigs = r.cfg.verify.method == "signature"
     signed = r.work.materialize(
         "signatures", inp.fps.signatures, lambda: sign_documents(inp.docs, inp.params, keep_sigs)
@@ -524,6 +546,7 @@ def _components(r: RunContext, edges: _Edges) -> tuple[DataFrame, Counts]:
         backend=r.cfg.components.backend,
         max_iterations=r.cfg.components.max_iterations,
         checkpoint_dir=f"{r.paths.work}/checkpoints",
+        on_driver=broadcastable(edges.rows),
     )
     counts = {"components_backend": stats.get("backend"), "components_iterations": stats.get("iterations")}
     return r.keep(components), counts
@@ -533,14 +556,15 @@ def _components(r: RunContext, edges: _Edges) -> tuple[DataFrame, Counts]:
 class _Chosen:
     frame: DataFrame  # (_id, _kept_id): every representative in a cluster
     rows: int
+    largest: int  # the largest cluster, in documents (the guard's "before")
 
 
 def _survivors(r: RunContext, exact: _Exact, edges: _Edges, components: DataFrame) -> tuple[_Chosen, Counts]:
     # choose_survivors broadcasts the component nodes: at most two per verified edge.
     small = broadcastable(2 * edges.rows)
     chosen = r.keep(choose_survivors(_reps(r, exact), components, r.cfg, small, r.against is not None))
-    n = chosen.count()
-    return _Chosen(chosen, n), {"clustered": n}
+    n, largest = clustered_figures(chosen, exact.groups)
+    return _Chosen(chosen, n, largest), {"clustered": n}
 
 
 def _reps(r: RunContext, exact: _Exact) -> DataFrame:
@@ -597,6 +621,8 @@ def _guard(
                 backend=cfg.components.backend,
                 max_iterations=cfg.components.max_iterations,
                 checkpoint_dir=f"{r.paths.work}/checkpoints",
+                # A subset of the verified edges.
+                on_driver=small,
             )
             return found
 
@@ -612,14 +638,13 @@ def _guard(
             pinned=r.against.nodes if r.against is not None else None,
             small_pinned=r.against is not None and broadcastable(r.against.n_nodes),
         )
+    # Kept before the sizes are summed from it: write reads it again.
+    guarded = r.keep(guarded)
     sizes = r.keep(cluster_sizes(guarded.select(C.DOC_ID, C.KEPT_ID), exact.groups))
     after = _size_figures(sizes)
     kept = signed.signed - after["removed"]
     counts: Counts = {"clusters": after["clusters"], "largest_cluster": after["largest"]}
     if stats is not None:
-        before = after["largest"]
-        if stats.documents_rehomed:
-            before = _size_figures(cluster_sizes(chosen.frame, exact.groups))["largest"]
         counts.update(
             guard_rounds=stats.rounds,
             clusters_split=stats.clusters_split,
@@ -634,11 +659,11 @@ def _guard(
             "clusters_split": stats.clusters_split,
             "documents_rehomed": stats.documents_rehomed,
             "released": stats.released,
-            "largest_cluster_before": before,
+            "largest_cluster_before": chosen.largest,
             "largest_cluster_after": after["largest"],
             "seconds": round(time.time() - started, 3),
         }
-    return _Guarded(r.keep(guarded), sizes, kept), counts
+    return _Guarded(guarded, sizes, kept), counts
 
 
 def _size_figures(sizes: DataFrame) -> dict[str, int]:
@@ -660,14 +685,15 @@ def _size_figures(sizes: DataFrame) -> dict[str, int]:
 
 def _write(
     r: RunContext, inp: ReadResult, exact: _Exact, edges: _Edges, guarded: _Guarded
-) -> tuple[None, Counts]:
+) -> tuple[Staged, Counts]:
     # What assign_members broadcasts: a row per clustered representative (at most two per
     # verified edge) and a row per cluster or exact group with removed members.
     small = broadcastable(2 * edges.rows + exact.copies)
-    write_outputs(
+    schemas = write_outputs(
         inp.source,
         r.cfg,
-        assign_members(exact.members, guarded.frame, guarded.sizes, small),
+        # Kept: clusters/ is written from it and kept/ takes its removed ids.
+        r.keep(assign_members(exact.members, guarded.frame, guarded.sizes, small)),
         exact.rejected,
         {name: r.paths.staged(name) for name in ("clusters", "kept", "rejected")},
         writer_options(inp.batches, r.cfg.input.text_col),
@@ -676,34 +702,56 @@ def _write(
         malformed=inp.malformed,
         matched=r.against.nodes if r.against is not None else None,
         broadcast_matched=r.against is not None and broadcastable(r.against.n_nodes),
+        any_rejected=exact.rejected_rows > 0,
     )
-    return None, {}
+    return Staged(r.spark, r.paths, schemas), {}
 
 
-def _check(r: RunContext, inp: ReadResult) -> tuple[None, Counts]:
-    read = r.spark.read.parquet
-    staged = r.paths.staged
-    counts = check_outputs(
+@dataclass(frozen=True)
+class Staged:
+    """The written outputs, read back with the schemas they were written with (no job)."""
+
+    spark: SparkSession
+    paths: Paths
+    schemas: dict[str, StructType]
+
+    def read(self, name: str) -> DataFrame:
+        return read_parquet(self.spark, self.paths.staged(name), self.schemas[name])
+
+
+def _check(r: RunContext, inp: ReadResult, staged: Staged) -> tuple[dict[str, int], Counts]:
+    """The outputs' own checks; returns clusters/ rows per status (for the report)."""
+    c = check_outputs(
         inp.rows,
-        read(staged("clusters")),
-        read(staged("kept")),
-        read(staged("rejected")),
+        staged.read("clusters"),
+        staged.read("kept"),
+        staged.read("rejected"),
         inp.malformed_rows,
         r.cfg.guard_threshold,
         index_ids=r.index.docs.select(C.DOC_ID) if r.index is not None else None,
     )
-    return None, dict(counts)
+    statuses = {
+        C.STATUS_UNIQUE: c["unique"],
+        C.STATUS_KEPT: c["kept"] - c["unique"],
+        C.STATUS_EXACT: c["exact_duplicates"],
+        C.STATUS_NEAR: c["near_duplicates"],
+        C.STATUS_REJECTED: c["rejected"] - inp.malformed_rows,  # malformed lines have no row
+    }
+    return {k: n for k, n in statuses.items() if n}, dict(c)
 
 
-def _gather_report(r: RunContext, inp: ReadResult, edges: _Edges) -> tuple[Summary, Counts]:
+def _gather_report(
+    r: RunContext, inp: ReadResult, edges: _Edges, staged: Staged, statuses: dict[str, int]
+) -> tuple[Summary, Counts]:
     summary = gather(
-        r.spark.read.parquet(r.paths.staged("clusters")),
+        staged.read("clusters"),
         edges.frame,
         inp.source,
         r.cfg.input.id_col,
         r.cfg.input.text_col,
         r.cfg.report.sample_clusters,
         r.cfg.report.seed,
+        statuses,
     )
     return summary, {}
 

@@ -297,7 +297,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     made = _run([sys.executable, "-m", "venv", str(venv)], 300)
     assert made.returncode == 0, made.stderr[-3000:]
     inst = Installed(root, wheel, venv)
-    # The runtime's versions of numpy, pandas, pyarrow, pyyaml and matplotlib, as on the cluster.
+    # The runtime's versions of numpy, pandas, pyarrow, pyyaml, matplotlib and scipy, as on the cluster.
     pip = inst.run(
         str(inst.python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
         "-c", str(_runtime_file()), f"{wheel}[spark]",
@@ -322,7 +322,9 @@ _WHERE = textwrap.dedent(
     print(json.dumps({
         "file": neardup.__file__,
         "direct_url": distribution("neardup").read_text("direct_url.json"),
-        "versions": {name: version(name) for name in ("numpy", "pandas", "pyarrow", "pyyaml", "matplotlib")},
+        "versions": {
+            name: version(name) for name in ("numpy", "pandas", "pyarrow", "pyyaml", "matplotlib", "scipy")
+        },
     }))
     """
 )
@@ -335,7 +337,7 @@ def test_installed_wheel_is_what_runs(installed: Installed) -> None:
     assert Path(info["file"]).is_relative_to(installed.venv / "lib")  # not the source tree
     assert json.loads(info["direct_url"])["url"].endswith(installed.wheel.name)  # the wheel, not -e
     pins = _runtime_pins(_runtime_file().stem)
-    names = ("numpy", "pandas", "pyarrow", "pyyaml", "matplotlib")
+    names = ("numpy", "pandas", "pyarrow", "pyyaml", "matplotlib", "scipy")
     assert info["versions"] == {name: pins[name] for name in names}
 
 

@@ -1,5 +1,6 @@
 """Reusing an active session (Databricks, notebooks): what it cannot take is reported; so
-is a setting the running Spark does not have."""
+is a setting the running Spark does not have. The warm-up a local run starts while it
+reads its input runs the kernels in one task."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ from typing import Any
 
 import pytest
 
+from neardup import config
 from neardup.runtime.memory import BatchSizes
 from neardup.runtime.session import heap_and_slots, start
 from neardup.runtime.sizing import ARROW_BYTES, ARROW_ROWS, batch_settings
+from neardup.stages.sign import sign_params
+from neardup.stages.warmup import warm_up
 
 
 def test_settings_a_live_session_refuses_are_reported(spark: Any) -> None:
@@ -53,3 +57,15 @@ def test_batch_settings_set_only_what_this_spark_knows(spark: Any, caplog: pytes
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     want = [f"{ARROW_BYTES} has no effect on Spark {spark.version}: it needs Spark 4.0.0"]
     assert warnings == ([] if spark4 else want)
+
+
+@pytest.mark.parametrize(
+    ("keep_signatures", "method", "rows"), [(False, "exact", 3), (True, "signature", 2), (False, "none", 2)]
+)
+def test_the_warm_up_runs_the_kernels_in_one_task(
+    spark: Any, keep_signatures: bool, method: str, rows: int
+) -> None:
+    # Two documents signed; with exact verification, their one pair scored too.
+    job = warm_up(spark, sign_params(config.load()), keep_signatures, method)
+    assert job.rdd.getNumPartitions() == 1
+    assert [tuple(r) for r in job.collect()] == [(rows,)]

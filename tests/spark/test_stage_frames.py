@@ -3,6 +3,8 @@ out by hand: exact groups, survivors, the over-merge guard, and the job's own ou
 
 from __future__ import annotations
 
+import random
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -16,7 +18,7 @@ from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
 from neardup.stages.exact import exact_groups, group_exact
 from neardup.stages.guard import GuardStats, guard_clusters
-from neardup.stages.survivors import choose_survivors, select_survivors
+from neardup.stages.survivors import choose_survivors, clustered_figures, select_survivors
 
 HASHED = f"{C.DOC_ID} bigint, {C.TEXT_HASH} bigint, {C.TEXT_HASH_LO} bigint, {C.LENGTH} int, {C.RANK} double"
 MEMBERS = f"{C.DOC_ID} bigint, {C.REP} bigint, {C.LENGTH} int, {C.RANK} double"
@@ -105,6 +107,42 @@ def test_select_survivors_whole_frame(spark: Any, broadcast: bool) -> None:
         f"{C.DOC_ID} bigint, {C.KEPT_ID} bigint, {C.STATUS} string, _size bigint, {C.SIMILARITY} double",
     )
     assert_frames_equal(got, want)
+
+
+def _sizes_by_hand(members: list[tuple[int, int]], kept_of: dict[int, int]) -> Counter[int]:
+    """members (id, rep); kept_of: a clustered representative -> its kept one. Documents per
+    kept document, counted member by member."""
+    return Counter(kept_of.get(rep, rep) for _, rep in members)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_clustered_figures_against_member_counts(spark: Any, seed: int) -> None:
+    rng = random.Random(seed)
+    reps = list(range(0, 400, 4))
+    # Each representative has 0-5 exact copies (ids from 1000 up).
+    copies = [(1000 + 10 * r + k, r) for r in reps for k in range(rng.randint(0, 5))]
+    members = [(r, r) for r in reps] + copies
+    # Clusters of 2-5 representatives, each kept by one of them; the rest stay alone.
+    pool = reps[:]
+    rng.shuffle(pool)
+    kept_of: dict[int, int] = {}
+    while len(pool) > 40:
+        k = rng.randint(2, 5)
+        group, pool = pool[:k], pool[k:]
+        keeper = rng.choice(group)
+        kept_of.update({r: keeper for r in group})
+    if seed == 3:  # one lone representative with more copies than any cluster has documents
+        members += [(5000 + k, pool[0]) for k in range(40)]
+    frame = spark.createDataFrame(members, f"{C.DOC_ID} bigint, {C.REP} bigint")
+    clustered = spark.createDataFrame(list(kept_of.items()), f"{C.DOC_ID} bigint, {C.KEPT_ID} bigint")
+    got = clustered_figures(clustered.repartition(3), exact_groups(frame))
+    assert got == (len(kept_of), max(_sizes_by_hand(members, kept_of).values()))
+
+
+def test_clustered_figures_without_duplicates(spark: Any) -> None:
+    frame = spark.createDataFrame([(1, 1), (2, 2)], f"{C.DOC_ID} bigint, {C.REP} bigint")
+    clustered = spark.createDataFrame([], f"{C.DOC_ID} bigint, {C.KEPT_ID} bigint")
+    assert clustered_figures(clustered, exact_groups(frame)) == (0, 1)
 
 
 CLUSTERS = (

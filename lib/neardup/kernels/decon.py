@@ -37,6 +37,7 @@ from numba import njit
 
 from neardup import columns as C
 from neardup.kernels.arrow import text_buffers
+from neardup.kernels.choices import DECON_VERIFY
 from neardup.kernels.hashing import MASK64, _count_words, doc_shingles, shingle_hashes, shingle_keys
 from neardup.kernels.minhash import band_keys, estimate_jaccard
 from neardup.kernels.sign import REASON_EMPTY, REASON_NULL, SignParams, normalized, text_signatures
@@ -51,7 +52,7 @@ U8Array = npt.NDArray[np.uint8]
 REASON_NEAR = "near_duplicate"
 REASON_NGRAM = "ngram"
 REASONS = (REASON_NEAR, REASON_NGRAM)
-VERIFY_METHODS = ("exact", "signature")
+VERIFY_METHODS = DECON_VERIFY  # the config checks them too (kernels/choices.py)
 
 REF = "_ref"  # a reference item's row in the reference (its items sorted by id)
 NGRAM = "ngram"

@@ -64,6 +64,7 @@ import pyarrow as pa
 from numba import njit
 
 from neardup.kernels.arrow import text_buffers
+from neardup.kernels.choices import UNITS
 
 __all__ = [
     "DEFAULT_TEXT_SEED",
@@ -87,7 +88,6 @@ I64Array = npt.NDArray[np.int64]
 U8Array = npt.NDArray[np.uint8]
 
 MASK64 = (1 << 64) - 1
-UNITS = ("word", "char")
 
 
 def _tag(name: bytes) -> int:

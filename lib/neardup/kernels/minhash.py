@@ -47,6 +47,7 @@ import pyarrow as pa
 from numba import njit
 
 from neardup.kernels.arrow import text_buffers
+from neardup.kernels.choices import METHODS
 from neardup.kernels.hashing import (
     MASK64,
     check_shingle_args,
@@ -75,7 +76,6 @@ I64Array = npt.NDArray[np.int64]
 
 MERSENNE_61 = (1 << 61) - 1
 EMPTY_SLOT = 0xFFFFFFFF
-METHODS = ("classic", "oph")
 MAX_NUM_PERM = 1 << 16
 
 TAG_OPH = int.from_bytes(b"nd:oph64", "little")

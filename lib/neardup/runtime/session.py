@@ -15,13 +15,15 @@ deleted when a later run starts.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import re
 import stat
 import tempfile
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,8 @@ _DEFAULTS = {
     "spark.buffer.pageSize": "2m",
 }
 DRIVER_MEMORY = "spark.driver.memory"
+# Inputs up to this size (bytes as stored) run in a JVM tuned for a short run.
+SMALL_INPUT_BYTES = 64 << 20
 LOG_DAYS = 7
 _launched_log: Path | None = None  # see launched_log()
 
@@ -76,6 +80,8 @@ def start(
     app_name: str = "neardup",
     quiet_jvm: bool = False,
     packages: Sequence[str] = (),
+    preload: Sequence[str] = (),
+    small_input: bool = False,
 ) -> Started:
     """Reuse the active session if there is one (Databricks, notebooks, tests), else build one.
 
@@ -83,7 +89,9 @@ def start(
     mode without a user's `spark.driver.memory` the heap is half of the machine's memory.
     `quiet_jvm` sends the output of a JVM launched here to a log file (named in errors).
     `packages` (Maven coordinates) join `spark.jars.packages`; an active session cannot
-    take them (they are reported in `not_applied`).
+    take them (they are reported in `not_applied`). `preload`: modules the caller will need
+    next, imported while a JVM launched here starts (`preloaded`). `small_input`: the caller
+    knows the input is small (`small_local_input`): a local JVM then compiles with C1 only.
     """
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -99,24 +107,13 @@ def start(
     settings = dict(_DEFAULTS)
     if not master and "spark.master" not in conf and "MASTER" not in os.environ and not _submitted():
         master = "local[*]"
-    java_options = []
     heap_note = ""
     local = bool(master and master.startswith("local"))
+    java_options = local_java_options(small_input) if local else []
     if local:
         # 200 shuffle partitions (Spark's default, sized for clusters) make a small local
         # run several times slower; a few per core keep both cores busy.
         settings["spark.sql.shuffle.partitions"] = str(max(8, 4 * (os.cpu_count() or 2)))
-        # The JVM launched here runs every task: the throughput collector costs 6 % less
-        # CPU than the default G1 on the 1M-document benchmark (it holds more heap).
-        java_options.append("-XX:+UseParallelGC")
-        # Parallel GC gives the young generation a third of the heap by default, and an
-        # array too large for the young generation's free space must fit in the old one:
-        # with long documents the old generation ran out while a third of the heap sat in
-        # the young one (1g failed on the heavy-tailed corpus; with a fifth it passes).
-        java_options.append("-XX:NewRatio=4")
-        # Any OutOfMemoryError ends the JVM at once (Spark already does so for one in a
-        # task; one in another thread would otherwise leave a driver that hangs).
-        java_options.append("-XX:+ExitOnOutOfMemoryError")
     if local and not _submitted():
         heap_note = _size_local_heap(conf, settings)
     elif _submitted():
@@ -134,12 +131,82 @@ def start(
         merged["spark.jars.packages"] = ",".join(dict.fromkeys([*wanted, *packages]))
     settings = merged
     jvm_log = None
-    if not _submitted() and SparkContext._gateway is None:
-        jvm_log = _launch_jvm(settings, app_name, quiet_jvm)
-    for k, v in settings.items():
-        builder = builder.config(k, v)
-    spark = builder.getOrCreate()
+    with preloaded(preload):
+        if not _submitted() and SparkContext._gateway is None:
+            jvm_log = _launch_jvm(settings, app_name, quiet_jvm)
+        for k, v in settings.items():
+            builder = builder.config(k, v)
+        spark = builder.getOrCreate()
     return Started(spark, False, heap_note, jvm_log)
+
+
+@contextlib.contextmanager
+def preloaded(modules: Sequence[str]) -> Iterator[None]:
+    """Import `modules` in a thread while the block runs (the JVM starting: seconds in which
+    this process mostly waits), and wait for them at its end. Meant for libraries the JVM's
+    start does not import itself (numba, pyarrow, matplotlib), so the two never import the
+    same module at once. An import that fails here is left for the caller's own import
+    to raise where it would have anyway."""
+
+    def load() -> None:
+        for name in modules:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+
+    thread = threading.Thread(target=load, name="neardup-preload", daemon=True)
+    if modules:
+        thread.start()
+    try:
+        yield
+    finally:
+        if modules:
+            thread.join()
+
+
+def local_java_options(small_input: bool) -> list[str]:
+    """The options of a local-mode JVM launched here (the user's extraJavaOptions follow)."""
+    options = [
+        # The JVM launched here runs every task: the throughput collector costs 6 % less
+        # CPU than the default G1 on the 1M-document benchmark (it holds more heap).
+        "-XX:+UseParallelGC",
+        # Parallel GC gives the young generation a third of the heap by default, and an
+        # array too large for the young generation's free space must fit in the old one:
+        # with long documents the old generation ran out while a third of the heap sat in
+        # the young one (1g failed on the heavy-tailed corpus; with a fifth it passes).
+        "-XX:NewRatio=4",
+        # Any OutOfMemoryError ends the JVM at once (Spark already does so for one in a
+        # task; one in another thread would otherwise leave a driver that hangs).
+        "-XX:+ExitOnOutOfMemoryError",
+    ]
+    if small_input:
+        # A run of seconds ends before the C2 compiler's work pays off, and on few cores
+        # its threads take CPU from the run: on the sample (2 cores) C1 alone took 40 %
+        # less wall and CPU time (bench/results/small-runs.md). Long runs keep C2.
+        options.append("-XX:TieredStopAtLevel=1")
+    return options
+
+
+def small_local_input(path: str, limit: int = SMALL_INPUT_BYTES) -> bool:
+    """True if `path` is a local file, or a directory of them, of at most `limit` bytes in
+    all (compressed as stored). Other schemes (s3a://, hdfs://) and table names are not
+    looked at: False. Known before any JVM starts, from the file system alone."""
+    if "://" in path and not path.startswith("file://"):
+        return False
+    local = Path(path.removeprefix("file://"))
+    total = 0
+    try:
+        if local.is_file():
+            return local.stat().st_size <= limit
+        if not local.is_dir():
+            return False
+        for root, _, names in os.walk(local):
+            for name in names:
+                total += (Path(root) / name).stat().st_size
+                if total > limit:  # a large directory is not walked to its end
+                    return False
+    except OSError:
+        return False
+    return True
 
 
 def _size_local_heap(conf: Mapping[str, str], settings: dict[str, str]) -> str:

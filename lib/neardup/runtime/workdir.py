@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from neardup.runtime.fs import FileSystem
 
@@ -53,12 +54,22 @@ class WorkDir:
         if self._fs.exists(f"{path}/_SUCCESS"):
             log.info("stage %-10s reusing %s", stage, path)
             self.resumed.append(stage)
-        else:
-            for name in self._fs.list_names(self.root) if self._fs.exists(self.root) else []:
-                if name.startswith(f"{stage}-"):
-                    self._fs.delete(f"{self.root}/{name}")
-            # Uncompressed: signatures, hashes and band keys are random bits that no codec shrinks.
-            writer = build().write.mode("overwrite").options(**self.writer_options)
-            writer.option("compression", "uncompressed").parquet(path)
-        # Read back from files: later stages never see a recomputed result.
-        return self._spark.read.parquet(path)
+            return self._spark.read.parquet(path)
+        for name in self._fs.list_names(self.root) if self._fs.exists(self.root) else []:
+            if name.startswith(f"{stage}-"):
+                self._fs.delete(f"{self.root}/{name}")
+        built = build()
+        # Uncompressed: signatures, hashes and band keys are random bits that no codec shrinks.
+        writer = built.write.mode("overwrite").options(**self.writer_options)
+        writer.option("compression", "uncompressed").parquet(path)
+        # Read back from files: later stages never see a recomputed result. With the schema
+        # just written, so Spark runs no job to read it from the files' footers.
+        return read_parquet(self._spark, path, built.schema)
+
+
+def read_parquet(spark: SparkSession, path: str, schema: StructType | None = None) -> DataFrame:
+    """Parquet files as a DataFrame; `schema`, when the caller wrote them and knows it,
+    spares the job Spark otherwise runs to read it from a footer. (Spark reads any file
+    data source as nullable, so the frame is the same either way.)"""
+    reader = spark.read if schema is None else spark.read.schema(schema)
+    return reader.parquet(path)

@@ -6,11 +6,21 @@ write is caught too. Any failure raises InvariantError and nothing is published.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from neardup import columns as C
 from neardup.errors import InvariantError
+
+_KEY = "_key"
+_ROW = "_row"  # a clusters/ row, counted under its id
+_SURVIVOR = "_survivor"  # a clusters/ row flagged kept: its id is a cluster_id others may name
+_NEED = "_need"  # a clusters/ row (not rejected) that names a cluster_id, counted under it
+_KEPT_ROW = "_kept_row"  # a row of kept/
+_REJECTED_ROW = "_rejected_row"  # a row of rejected/
+_STATUSES = (C.STATUS_UNIQUE, C.STATUS_KEPT, C.STATUS_EXACT, C.STATUS_NEAR, C.STATUS_REJECTED)
 
 
 def check_outputs(
@@ -28,22 +38,60 @@ def check_outputs(
     document is at least that. `malformed` lines (no id: in rejected/ only) count as
     rejected input. With `index_ids` (_id: every indexed document, dedup --against), a
     cluster_id may instead be an indexed document: then it is the row's matched_index_id,
-    the row is a removed one, and that id is in the index. Returns the status counts."""
-    stats = clusters.agg(
-        F.count(F.lit(1)).alias("rows"),
-        F.countDistinct(C.ID).alias("ids"),
-        F.sum(F.col(C.ID).isNull().cast("long")).alias("null_ids"),
-        *[
-            F.sum((F.col(C.STATUS) == s).cast("long")).alias(s)
-            for s in (C.STATUS_UNIQUE, C.STATUS_KEPT, C.STATUS_EXACT, C.STATUS_NEAR, C.STATUS_REJECTED)
-        ],
-        F.sum(F.col(C.KEPT).cast("long")).alias("kept_flags"),
-        F.sum(
-            (
-                (F.col(C.STATUS) == C.STATUS_NEAR)
-                & ~F.coalesce(F.col(C.SIMILARITY) >= (guard_threshold or 0.0), F.lit(False))
-            ).cast("long")
-        ).alias("below_guard"),
+    the row is a removed one, and that id is in the index. Returns the status counts.
+
+    One query, whatever the size: the rows of the three outputs are grouped by a key (a
+    clusters/ row under its id, and once more under its cluster_id; kept/ and rejected/
+    rows under null, where they are only counted), then summed. Per id that gives how
+    often it occurs and whether it is a kept document that the rows naming it may point
+    to; the sums give every figure below.
+    """
+    id_type = clusters.schema[C.ID].dataType
+    status, zero, one = F.col(C.STATUS), F.lit(0).cast("long"), F.lit(1).cast("long")
+    below_guard = (status == C.STATUS_NEAR) & ~F.coalesce(
+        F.col(C.SIMILARITY) >= (guard_threshold or 0.0), F.lit(False)
+    )
+    flags = [(_KEPT_ROW, zero), (_REJECTED_ROW, zero)]
+    by_id = clusters.select(
+        F.col(C.ID).alias(_KEY),
+        one.alias(_ROW),
+        F.col(C.KEPT).cast("long").alias(_SURVIVOR),
+        zero.alias(_NEED),
+        *[(status == s).cast("long").alias(s) for s in _STATUSES],
+        F.col(C.KEPT).cast("long").alias("kept_flags"),
+        below_guard.cast("long").alias("below_guard"),
+        *[v.alias(k) for k, v in flags],
+    )
+    nothing = [zero.alias(c) for c in by_id.columns if c not in (_KEY, _NEED, _KEPT_ROW, _REJECTED_ROW)]
+
+    def counted(frame: DataFrame, key: Any, need: Any, flag: str | None) -> DataFrame:
+        marks = [(one if k == flag else zero).alias(k) for k, _ in flags]
+        return frame.select(key.cast(id_type).alias(_KEY), need.alias(_NEED), *nothing, *marks).select(
+            *by_id.columns
+        )
+
+    placed = clusters.filter(status != C.STATUS_REJECTED)
+    if index_ids is not None:
+        # Removed in favour of an indexed document: _check_matched checks those.
+        placed = placed.filter(F.col(C.MATCHED_INDEX_ID).isNull())
+    names = counted(placed, F.col(C.CLUSTER_ID), one, None)
+    rows = (
+        by_id.unionByName(names)
+        .unionByName(counted(kept, F.lit(None), zero, _KEPT_ROW))
+        .unionByName(counted(rejected, F.lit(None), zero, _REJECTED_ROW))
+    )
+    summed = [c for c in by_id.columns if c != _KEY]
+    per_key = rows.groupBy(_KEY).agg(*[F.sum(c).alias(c) for c in summed])
+    is_null = F.col(_KEY).isNull()
+    stats = per_key.agg(
+        F.sum(_ROW).alias("rows"),
+        F.sum(F.when(~is_null & (F.col(_ROW) > 0), 1).otherwise(0)).alias("ids"),
+        F.sum(F.when(is_null, F.col(_ROW)).otherwise(0)).alias("null_ids"),
+        # A null cluster_id names no document; an id that no kept row has neither.
+        F.sum(F.when(is_null | (F.coalesce(F.col(_SURVIVOR), zero) == 0), F.col(_NEED)).otherwise(0)).alias(
+            "orphans"
+        ),
+        *[F.sum(c).alias(c) for c in summed if c not in (_ROW, _SURVIVOR, _NEED)],
     ).first()
     assert stats is not None
     s = {k: int(stats[k] or 0) for k in stats.asDict()}
@@ -66,24 +114,19 @@ def check_outputs(
         )
     if s["kept_flags"] != kept_n:
         problems.append(f"{s['kept_flags']} rows flagged kept but {kept_n} have a kept status")
-    n_kept_rows, n_rejected_rows = kept.count(), rejected.count()
-    if n_kept_rows != kept_n:
-        problems.append(f"kept/ has {n_kept_rows} rows, clusters/ says {kept_n}")
-    if n_rejected_rows != s[C.STATUS_REJECTED] + malformed:
+    if s[_KEPT_ROW] != kept_n:
+        problems.append(f"kept/ has {s[_KEPT_ROW]} rows, clusters/ says {kept_n}")
+    if s[_REJECTED_ROW] != s[C.STATUS_REJECTED] + malformed:
         problems.append(
-            f"rejected/ has {n_rejected_rows} rows, clusters/ says {s[C.STATUS_REJECTED]} "
+            f"rejected/ has {s[_REJECTED_ROW]} rows, clusters/ says {s[C.STATUS_REJECTED]} "
             f"and {malformed} lines were malformed"
         )
-    survivors = clusters.filter(F.col(C.KEPT)).select(F.col(C.ID).alias(C.CLUSTER_ID))
-    placed = clusters.filter(F.col(C.STATUS) != C.STATUS_REJECTED)
     matched = 0
     if index_ids is not None:
         matched, matched_problems = _check_matched(clusters, index_ids)
         problems += matched_problems
-        placed = placed.filter(F.col(C.MATCHED_INDEX_ID).isNull())
-    orphans = placed.select(C.CLUSTER_ID).join(survivors, C.CLUSTER_ID, "left_anti").count()
-    if orphans:
-        problems.append(f"{orphans} rows point to a cluster_id that is not a kept document")
+    if s["orphans"]:
+        problems.append(f"{s['orphans']} rows point to a cluster_id that is not a kept document")
     if problems:
         raise InvariantError("output check failed: " + "; ".join(problems))
     counts = {

@@ -1,8 +1,12 @@
 """Connected components of the verified-pair graph.
 
-Two backends compute the same thing, the smallest node id of every node's
+Three ways compute the same thing, the smallest node id of every node's
 component:
 
+- ``driver`` (chosen by ``auto`` when the caller knows the edges are few,
+  ``on_driver``): the edges are collected as Arrow and labelled with
+  ``scipy.sparse.csgraph.connected_components``; one Spark job instead of two or more
+  per round, for the small graphs of small runs and of the over-merge guard.
 - ``builtin``: large-star / small-star (Kiveris et al. 2014, "Connected
   Components in MapReduce and Beyond") with the DataFrame API only: no Python
   UDFs, nothing of the graph collected to the driver. O(log^2 n) rounds.
@@ -10,17 +14,22 @@ component:
   jar is in the JVM (neardup adds its package to a session it starts with
   ``components.backend: graphframes``; runtime/packages.py).
 
-``auto`` picks GraphFrames when its JVM class is already loaded and a checkpoint
-directory is set (GraphFrames needs one), else the built-in implementation.
+``auto`` picks the driver for few edges, else GraphFrames when its JVM class is already
+loaded and a checkpoint directory is set (GraphFrames needs one), else the built-in
+implementation.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import time
-from typing import Any
+from typing import Any, cast
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from neardup.columns import COMPONENT, DOC_ID, DST, SRC
 from neardup.config import BACKENDS
@@ -73,6 +82,7 @@ def connected_components(
     backend: str = "auto",
     max_iterations: int = 60,
     checkpoint_dir: str | None = None,
+    on_driver: bool = False,
 ) -> tuple[DataFrame, dict[str, Any]]:
     """Label every node of an undirected graph with the smallest node id of its component.
 
@@ -87,14 +97,21 @@ def connected_components(
     - ``components``: ``_id`` (node, input type), ``_component`` (smallest ``_id`` of
       its component, input type); exactly one row per node of the edges. Deterministic:
       it does not depend on partitioning, backend or run.
-    - ``stats``: ``{"backend": "builtin" | "graphframes", "iterations": int,
+    - ``stats``: ``{"backend": "driver" | "builtin" | "graphframes", "iterations": int,
       "seconds": float}``. ``iterations`` counts large-star + small-star rounds; 0 for
-      GraphFrames, which does not report its own.
+      the driver and for GraphFrames, which does not report its own.
+
+    ``on_driver``: the caller knows the edges are few enough to collect (the pipeline's
+    broadcast bound); with ``backend="auto"`` and ids of an integer or string type they
+    are labelled on the driver. An explicit backend is always honoured.
 
     ``checkpoint_dir``, if given, is set as the SparkContext's checkpoint directory (a
     session-wide setting). Without any checkpoint directory the builtin backend uses
     local checkpoints (executor storage: lost if an executor is lost), and the
     graphframes backend refuses to run.
+
+    Spark work (driver): one job collects the non-null, non-loop edges; the labels go
+    back as a local DataFrame (no job until it is used).
 
     Spark work (builtin). Before iterating, one job normalizes the edges (drop
     self-loops, orient as larger -> smaller, distinct: one shuffle) and checkpoints
@@ -132,8 +149,11 @@ def connected_components(
         spark.sparkContext.setCheckpointDir(checkpoint_dir)
 
     if backend == "auto":
-        use_gf = graphframes_available(spark) and _checkpoint_dir(spark) is not None
-        backend = "graphframes" if use_gf else "builtin"
+        if on_driver and isinstance(edges.schema[SRC].dataType, _DRIVER_ID_TYPES) and _scipy_available():
+            backend = "driver"
+        else:
+            use_gf = graphframes_available(spark) and _checkpoint_dir(spark) is not None
+            backend = "graphframes" if use_gf else "builtin"
     elif backend == "graphframes":
         if not graphframes_available(spark):
             raise UsageError(
@@ -148,11 +168,13 @@ def connected_components(
             )
 
     start = time.perf_counter()
-    oriented = _normalize(edges)
-    if backend == "graphframes":
-        result = _graphframes_components(spark, oriented)
-        iterations = 0
+    iterations = 0
+    if backend == "driver":
+        result = _driver_components(spark, edges)
+    elif backend == "graphframes":
+        result = _graphframes_components(spark, _normalize(edges))
     else:
+        oriented = _normalize(edges)
         result, iterations = _builtin_components(oriented, max_iterations)
     stats = {
         "backend": backend,
@@ -204,6 +226,55 @@ def _checkpoint(df: DataFrame) -> DataFrame:
     if _checkpoint_dir(df.sparkSession) is not None:
         return df.checkpoint(eager=True)
     return df.localCheckpoint(eager=True)
+
+
+# --- driver: scipy on the collected edges ------------------------------------------
+
+# Id types whose values come back from Arrow exactly and order in Python as in Spark
+# (strings: code point order is UTF-8 byte order). Others (decimals, dates, timestamps)
+# take the distributed path.
+_DRIVER_ID_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType)
+
+
+def _scipy_available() -> bool:
+    # A required dependency; a driver without it (a hand-made cluster image) runs the rounds.
+    return importlib.util.find_spec("scipy") is not None
+
+
+def _driver_components(spark: SparkSession, edges: DataFrame) -> DataFrame:
+    s, d = F.col(SRC), F.col(DST)
+    real = edges.where(s.isNotNull() & d.isNotNull() & (s != d)).select(SRC, DST)
+    id_type = edges.schema[SRC].dataType
+    schema = T.StructType([T.StructField(DOC_ID, id_type, False), T.StructField(COMPONENT, id_type, False)])
+    if hasattr(real, "toArrow"):  # Spark 4: Arrow both ways, without pandas
+        table = real.toArrow()
+        nodes, labels = smallest_labels(table.column(SRC).to_numpy(), table.column(DST).to_numpy())
+        return spark.createDataFrame(pa.table({DOC_ID: nodes, COMPONENT: labels}), schema)
+    import pandas as pd  # Spark 3.5 converts through pandas (Arrow underneath)
+
+    # Nulls are filtered out above, so integer columns stay integers.
+    collected = cast(pd.DataFrame, real.toPandas())
+    nodes, labels = smallest_labels(collected[SRC].to_numpy(), collected[DST].to_numpy())
+    return spark.createDataFrame(pd.DataFrame({DOC_ID: nodes, COMPONENT: labels}), schema)
+
+
+def smallest_labels(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Edges as two equal-length arrays of ids (no nulls) -> (nodes, the smallest node of
+    each one's component), nodes sorted ascending, one entry per node of the edges."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components as scipy_components
+
+    # Sorted: node i is the i-th smallest id, so a component's smallest index is its
+    # smallest id (strings sort by code point, which is Spark's UTF-8 byte order).
+    nodes, codes = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    n, m = len(nodes), len(src)
+    if n == 0:
+        return nodes, nodes
+    graph = coo_matrix((np.ones(m, dtype=np.int8), (codes[:m], codes[m:])), shape=(n, n))
+    _, label = scipy_components(graph, directed=False)
+    # The first index of each label, in ascending index order, is its smallest node.
+    _, first = np.unique(label, return_index=True)
+    return nodes, nodes[first[label]]
 
 
 # --- builtin: large-star / small-star ---------------------------------------------

@@ -30,6 +30,7 @@ from neardup import columns as C
 
 _SCORED = "_scored"
 _PINNED = "_pinned"
+_FRESH = "_fresh"
 
 
 @dataclass
@@ -71,22 +72,30 @@ def guard_clusters(
     edge_sims = edges.select(C.SRC, C.DST, C.SIMILARITY)
     settled: list[DataFrame] = []
     pending = clustered.select(C.DOC_ID, C.KEPT_ID)
+    flags = None
+    clears = F.lit(True) if threshold is None else F.col(C.SIMILARITY) >= threshold
+    clears = F.coalesce(clears, F.lit(False))
+    if pinned is not None:
+        flags = pinned.select(C.DOC_ID, F.lit(True).alias(_PINNED))
+        flags = F.broadcast(flags) if small_pinned else flags
+        clears = clears & F.col(_PINNED).isNull()
+    is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
+    is_failing = ~is_kept & ~clears
     while True:
         stats.rounds += 1
-        sims = keep(_similarity_to_kept(pending, edge_sims, score, stats))
-        if threshold is None and pinned is None:
-            settled.append(sims)
-            break
-        clears = F.lit(True) if threshold is None else F.col(C.SIMILARITY) >= threshold
-        clears = F.coalesce(clears, F.lit(False))
-        if pinned is not None:
-            flags = pinned.select(C.DOC_ID, F.lit(True).alias(_PINNED))
-            sims = sims.join(F.broadcast(flags) if small_pinned else flags, C.DOC_ID, "left")
-            clears = clears & F.col(_PINNED).isNull()
-        is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
-        failing = sims.filter(~is_kept & ~clears).select(C.DOC_ID, C.KEPT_ID)
-        row = failing.agg(F.count(F.lit(1)).alias("n"), F.countDistinct(C.KEPT_ID).alias("clusters")).first()
+        sims = _similarity_to_kept(pending, edge_sims, score)
+        sims = keep(sims.join(flags, C.DOC_ID, "left") if flags is not None else sims)
+        # One job for the round's figures; it also fills the kept frame the rest reads.
+        row = sims.agg(
+            F.count(F.when(F.col(_FRESH), 1)).alias("scored"),
+            F.count(F.when(is_failing, 1)).alias("n"),
+            F.countDistinct(F.when(is_failing, F.col(C.KEPT_ID))).alias("clusters"),
+        ).first()
         assert row is not None
+        stats.scored_pairs += int(row["scored"])
+        if threshold is None and pinned is None:
+            settled.append(sims.select(C.DOC_ID, C.KEPT_ID, C.SIMILARITY))
+            break
         n_failing = int(row["n"])
         stats.failing_per_round.append(n_failing)
         # A survivor stays, and so does every member at or above the threshold against it.
@@ -96,7 +105,7 @@ def guard_clusters(
         stats.clusters_split += int(row["clusters"])
         if stats.rounds == 1:
             stats.documents_rehomed = n_failing
-        ids = failing.select(C.DOC_ID)
+        ids = sims.filter(is_failing).select(C.DOC_ID)
         if stats.rounds >= max_rounds:
             stats.released = n_failing
             settled.append(_alone(ids))
@@ -122,10 +131,11 @@ def _alone(ids: DataFrame) -> DataFrame:
 
 
 def _similarity_to_kept(
-    pending: DataFrame, edge_sims: DataFrame, score: Callable[[DataFrame], DataFrame], stats: GuardStats
+    pending: DataFrame, edge_sims: DataFrame, score: Callable[[DataFrame], DataFrame]
 ) -> DataFrame:
-    """pending (_id, _kept_id) -> (_id, _kept_id, similarity): a removed document's
-    similarity to its kept document (null for the kept ones)."""
+    """pending (_id, _kept_id) -> (_id, _kept_id, similarity, _fresh): a removed document's
+    similarity to its kept document (null for the kept ones), and whether it was scored
+    afresh (no verified edge between the two)."""
     removed = pending.filter(F.col(C.DOC_ID) != F.col(C.KEPT_ID)).select(
         C.DOC_ID,
         C.KEPT_ID,
@@ -133,17 +143,15 @@ def _similarity_to_kept(
         F.greatest(C.DOC_ID, C.KEPT_ID).alias(C.DST),
     )
     # Most removed documents are joined to their kept one by a verified edge (stars):
-    # that score is already known.
-    known = removed.join(edge_sims, [C.SRC, C.DST], "left")
-    missing = known.filter(F.col(C.SIMILARITY).isNull()).select(C.SRC, C.DST).distinct()
-    n_missing = missing.count()
-    stats.scored_pairs += n_missing
-    if n_missing:
-        fresh = score(missing).withColumnRenamed(C.SIMILARITY, _SCORED)
-        known = known.join(fresh, [C.SRC, C.DST], "left").withColumn(
-            C.SIMILARITY, F.coalesce(F.col(C.SIMILARITY), F.col(_SCORED))
-        )
-    kept = pending.filter(F.col(C.DOC_ID) == F.col(C.KEPT_ID)).select(
-        C.DOC_ID, C.KEPT_ID, F.lit(None).cast("double").alias(C.SIMILARITY)
+    # that score is already known. A removed document has one kept document, so each
+    # missing pair is one row, scored once.
+    known = removed.join(edge_sims, [C.SRC, C.DST], "left").withColumn(_FRESH, F.col(C.SIMILARITY).isNull())
+    missing = known.filter(F.col(_FRESH)).select(C.SRC, C.DST)
+    fresh = score(missing).withColumnRenamed(C.SIMILARITY, _SCORED)
+    known = known.join(fresh, [C.SRC, C.DST], "left").withColumn(
+        C.SIMILARITY, F.coalesce(F.col(C.SIMILARITY), F.col(_SCORED))
     )
-    return known.select(C.DOC_ID, C.KEPT_ID, C.SIMILARITY).unionByName(kept)
+    kept = pending.filter(F.col(C.DOC_ID) == F.col(C.KEPT_ID)).select(
+        C.DOC_ID, C.KEPT_ID, F.lit(None).cast("double").alias(C.SIMILARITY), F.lit(False).alias(_FRESH)
+    )
+    return known.select(C.DOC_ID, C.KEPT_ID, C.SIMILARITY, _FRESH).unionByName(kept)

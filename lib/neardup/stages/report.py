@@ -10,6 +10,7 @@ the input for at most LARGEST + sample_clusters x (MEMBERS_PER_SAMPLE + 1) texts
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pyspark import StorageLevel
@@ -31,19 +32,33 @@ from neardup.report.summary import (
 
 _SIZE = "_size"
 _BIN = "_bin"
+_WHICH = "_which"
 
 
 def similarity_histogram(df: DataFrame, column: str) -> Histogram:
     """Counts of `column` per bin (summary.bin_of, as a Spark expression); nulls counted apart."""
+    return similarity_histograms({"": df}, column)[""]
+
+
+def similarity_histograms(frames: Mapping[str, DataFrame], column: str) -> dict[str, Histogram]:
+    """`similarity_histogram` of each frame, in one query (one scan of each, one small shuffle)."""
     value = F.col(column)
     # when(): Spark's least() skips nulls, so a null would land in the last bin.
     binned = F.when(
         value.isNotNull(), F.least(F.floor(value * BINS + BIN_SLACK), F.lit(BINS - 1)).cast("int")
     ).alias(_BIN)
-    rows = df.select(binned).groupBy(_BIN).count().collect()
-    counts = {int(r[_BIN]): int(r["count"]) for r in rows if r[_BIN] is not None}
-    missing = sum(int(r["count"]) for r in rows if r[_BIN] is None)
-    return Histogram(counts, missing)
+    parts = [df.select(F.lit(name).alias(_WHICH), binned) for name, df in frames.items()]
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionByName(part)
+    rows = union.groupBy(_WHICH, _BIN).count().collect()
+    out = {}
+    for name in frames:
+        mine = [r for r in rows if r[_WHICH] == name]
+        counts = {int(r[_BIN]): int(r["count"]) for r in mine if r[_BIN] is not None}
+        missing = sum(int(r["count"]) for r in mine if r[_BIN] is None)
+        out[name] = Histogram(counts, missing)
+    return out
 
 
 def cluster_sizes(clusters: DataFrame) -> DataFrame:
@@ -85,14 +100,21 @@ def gather(
     text_col: str,
     sample_clusters: int,
     seed: int,
+    statuses: Mapping[str, int] | None = None,
 ) -> Summary:
     """clusters: the written clusters/ (with the guard's `similarity` column if it ran);
-    edges (src, dst, similarity); source: the input rows (id_col, text_col, ...)."""
-    statuses = {str(r[C.STATUS]): int(r["count"]) for r in clusters.groupBy(C.STATUS).count().collect()}
-    edge_similarity = similarity_histogram(edges, C.SIMILARITY)
+    edges (src, dst, similarity); source: the input rows (id_col, text_col, ...);
+    statuses: clusters/ rows per status when the caller counted them already (the job's
+    check did), else counted here."""
+    if statuses is None:
+        statuses = {str(r[C.STATUS]): int(r["count"]) for r in clusters.groupBy(C.STATUS).count().collect()}
     removed = clusters.filter(~F.col(C.KEPT) & F.col(C.CLUSTER_ID).isNotNull())
     has_similarity = C.SIMILARITY in clusters.columns
-    removed_similarity = similarity_histogram(removed, C.SIMILARITY) if has_similarity else None
+    histograms = similarity_histograms(
+        {"edges": edges, **({"removed": removed} if has_similarity else {})}, C.SIMILARITY
+    )
+    edge_similarity = histograms["edges"]
+    removed_similarity = histograms.get("removed")
 
     sizes_df = cluster_sizes(clusters).persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -122,10 +144,10 @@ def gather(
                 F.row_number().over(order).alias("_n"),
             )
             .filter(F.col("_n") <= MEMBERS_PER_SAMPLE)
-            .orderBy(C.CLUSTER_ID, "_n")
             .collect()
         )
-        for r in rows:
+        # At most MEMBERS_PER_SAMPLE rows per cluster: put in order here, not by a shuffle.
+        for r in sorted(rows, key=lambda r: r["_n"]):
             members[r[C.CLUSTER_ID]].append(r)
 
     wanted = [r[C.CLUSTER_ID] for r in top] + list(members) + [m[C.ID] for ms in members.values() for m in ms]
@@ -144,4 +166,4 @@ def gather(
         )
         for r in picked
     ]
-    return Summary(statuses, sizes, edge_similarity, removed_similarity, largest, samples)
+    return Summary(dict(statuses), sizes, edge_similarity, removed_similarity, largest, samples)

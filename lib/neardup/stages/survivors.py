@@ -80,6 +80,30 @@ def cluster_sizes(clustered: DataFrame, groups: DataFrame) -> DataFrame:
     return in_clusters.unionByName(alone)
 
 
+def clustered_figures(clustered: DataFrame, groups: DataFrame) -> tuple[int, int]:
+    """clustered (_id, _kept_id), groups (_rep, _copies) as for `cluster_sizes` -> (rows of
+    clustered, the largest cluster's size in documents; 1 when no document has a
+    duplicate), in one query.
+
+    The largest is the largest of the clusters' sizes and of every exact group's (copies +
+    1): a group inside a cluster is no larger than its cluster, so the groups need not be
+    told apart from those outside any cluster (`cluster_sizes` must, for its rows).
+    """
+    weights = clustered.join(groups.withColumnRenamed(C.REP, C.DOC_ID), C.DOC_ID, "left").select(
+        C.KEPT_ID, (F.coalesce(F.col(C.COPIES), F.lit(0)) + 1).alias(_SIZE)
+    )
+    per_cluster = weights.groupBy(C.KEPT_ID).agg(F.sum(_SIZE).alias(_SIZE), F.count(F.lit(1)).alias("_reps"))
+    alone = groups.select((F.col(C.COPIES) + 1).alias(_SIZE), F.lit(0).cast("long").alias("_reps"))
+    row = (
+        per_cluster.select(_SIZE, "_reps")
+        .unionByName(alone)
+        .agg(F.sum("_reps").alias("rows"), F.max(_SIZE).alias("largest"))
+        .first()
+    )
+    assert row is not None
+    return int(row["rows"] or 0), int(row["largest"] or 1)
+
+
 def assign_members(members: DataFrame, chosen: DataFrame, sizes: DataFrame, small: bool = True) -> DataFrame:
     """members (_id, _rep, ...): every signed document; chosen (_id, _kept_id, similarity):
     the representatives that are in a cluster, with their kept document and their

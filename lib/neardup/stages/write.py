@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from neardup import columns as C
 from neardup.config import Config
@@ -23,8 +24,10 @@ def write_outputs(
     malformed: DataFrame | None = None,
     matched: DataFrame | None = None,
     broadcast_matched: bool = True,
-) -> None:
-    """Write the three outputs to `staged[name]` with the Parquet writer `options`.
+    any_rejected: bool = True,
+) -> dict[str, StructType]:
+    """Write the three outputs to `staged[name]` with the Parquet writer `options`;
+    returns their schemas (name -> schema), so they are read back without a job.
 
     assigned (_id, _kept_id, status, ...): every signed document and exact copy;
     rejected (_id, reason); source: the input rows, every column as read.
@@ -41,6 +44,8 @@ def write_outputs(
       `neardup_reason` if the input already has a `reason` column); with `malformed`
       (_file, _line, _raw), also one row per malformed line: the input columns null, the
       reason naming its file and line, and the line's bytes in `malformed_line`.
+      `any_rejected` False (the caller counted no rejected rows) writes it empty without
+      reading the input.
     """
     id_type = next(f.dataType for f in source.schema.fields if f.name == cfg.input.id_col)
     matched_cols, rejected_cols = [], []
@@ -69,6 +74,7 @@ def write_outputs(
         )
     )
     clusters.orderBy(C.ID).write.mode("overwrite").options(**options).parquet(staged["clusters"])
+    schemas = {"clusters": clusters.schema}
 
     id_col = cfg.input.id_col
     dropped = (
@@ -80,9 +86,12 @@ def write_outputs(
         dropped = F.broadcast(dropped)
     kept = source.join(dropped, F.col(id_col) == F.col("_drop_id"), "left_anti")
     kept.write.mode("overwrite").options(**options).parquet(staged["kept"])
+    schemas["kept"] = kept.schema
 
-    bad = rejected_rows(source, cfg, rejected, broadcast_rejected, malformed)
+    bad = rejected_rows(source, cfg, rejected, broadcast_rejected, malformed, any_rejected)
     bad.write.mode("overwrite").options(**options).parquet(staged["rejected"])
+    schemas["rejected"] = bad.schema
+    return schemas
 
 
 def rejected_rows(
@@ -91,18 +100,24 @@ def rejected_rows(
     rejected: DataFrame,
     broadcast: bool,
     malformed: DataFrame | None = None,
+    any_rejected: bool = True,
 ) -> DataFrame:
     """rejected/: the input rows of `rejected` (_id, reason), every input column plus
     `reason` (`neardup_reason` if the input already has a `reason` column; the reasons are
     broadcast with `broadcast`), and with `malformed` (_file, _line, _raw) one row per
     malformed line: the input columns null, the reason naming its file and line, and the
-    line's bytes in `malformed_line`."""
+    line's bytes in `malformed_line`. `any_rejected` False (the caller counted no rejected
+    rows): no input row is read to find none."""
     id_col = cfg.input.id_col
     reason_name = "neardup_reason" if C.REASON in source.columns else C.REASON
     reasons = rejected.select(F.col(C.DOC_ID).alias("_rej_id"), F.col(C.REASON).alias(reason_name))
-    if broadcast:
-        reasons = F.broadcast(reasons)
-    bad = source.join(reasons, F.col(id_col) == F.col("_rej_id")).drop("_rej_id")
+    if not any_rejected:
+        # Nothing rejected (the usual case): the same columns with no rows, and the input is
+        # not read again to find none (Spark plans a limit of 0 as an empty relation).
+        bad = source.limit(0).withColumn(reason_name, F.lit(None).cast("string"))
+    else:
+        bad = source.join(F.broadcast(reasons) if broadcast else reasons, F.col(id_col) == F.col("_rej_id"))
+        bad = bad.drop("_rej_id")
     if malformed is not None:
         where = F.concat(
             F.lit("malformed JSON line ("),

@@ -1,0 +1,43 @@
+"""A one-task job, not a stage of the list: it starts a Python worker and loads the compiled
+code of the kernels the run's Python stages call (signing; exact verification), so that the
+seconds this takes the first time in a worker pass while the input is read (local mode,
+`pipeline._warm_python`) instead of inside the signing and verification stages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from neardup import columns as C
+from neardup.kernels.sign import SignParams
+
+# One text long enough for word shingles and one short enough for character shingles, so
+# both ways of shingling are loaded.
+_TEXTS = ["the warm up document of several words", "warm"]
+
+
+def warm_up(spark: SparkSession, params: SignParams, keep_signatures: bool, verify_method: str) -> DataFrame:
+    """A frame of one row, (n: the rows the kernels returned), computed in one task: the
+    made-up documents signed (with signatures kept or not, as the run signs), and with
+    `verify_method` exact, the pair of them scored as verification scores a group. One
+    task, so the run's other slots stay free for reading the input."""
+    schema = T.StructType([T.StructField("n", T.LongType(), False)])
+
+    def warm(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from neardup.kernels.sign import sign_batch
+        from neardup.kernels.verify import score_groups
+
+        ids, texts = pa.array([1, 2], pa.int64()), pa.array(_TEXTS)
+        n = len(sign_batch(pa.record_batch({C.DOC_ID: ids, C.TEXT: texts}), params, keep_signatures))
+        if verify_method == "exact":
+            # One group: document 1 and its one edge, to document 2.
+            group = pa.record_batch({C.GROUP: pa.array([1, 1], pa.int64()), C.DOC_ID: ids, C.TEXT: texts})
+            n += sum(len(b) for b in score_groups([group], params, 0.0))
+        for batch in batches:
+            yield pa.record_batch({"n": pa.array([n] * len(batch), pa.int64())})
+
+    return spark.range(1, numPartitions=1).mapInArrow(warm, schema)

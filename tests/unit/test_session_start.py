@@ -1,0 +1,74 @@
+"""What neardup decides before its JVM starts: modules imported in a thread meanwhile
+(`preloaded`: ready when it is up; one that fails to import there fails at the caller's
+own import, as it would have), and whether the input is small enough for a JVM tuned for
+a short run (`small_local_input`, `local_java_options`)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from neardup.runtime.session import local_java_options, preloaded, small_local_input
+
+
+def test_modules_are_imported_in_another_thread_by_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A module that records which thread imported it.
+    (tmp_path / "preload_mod_a.py").write_text("import threading\nTHREAD = threading.current_thread().name\n")
+    (tmp_path / "preload_mod_b.py").write_text("import preload_mod_a\nVALUE = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("preload_mod_a", "preload_mod_b"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    with preloaded(["preload_mod_b"]):
+        pass
+    assert sys.modules["preload_mod_b"].VALUE == 42
+    assert sys.modules["preload_mod_a"].THREAD == "neardup-preload"
+    assert threading.current_thread().name != "neardup-preload"
+
+
+def test_a_failing_import_is_left_to_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "broken_mod.py").write_text("raise RuntimeError('broken on import')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "broken_mod", raising=False)
+    with preloaded(["no_such_module_anywhere", "broken_mod"]):
+        pass
+    assert "broken_mod" not in sys.modules
+    with pytest.raises(RuntimeError, match="broken on import"):
+        import broken_mod  # noqa: F401
+
+
+def test_nothing_to_load_starts_no_thread() -> None:
+    before = threading.active_count()
+    with preloaded([]):
+        assert threading.active_count() == before
+
+
+def test_small_local_input_sums_the_files_as_stored(tmp_path: Path) -> None:
+    one = tmp_path / "one.jsonl.gz"
+    one.write_bytes(b"x" * 1000)
+    assert small_local_input(str(one), limit=1000)
+    assert small_local_input(f"file://{one}", limit=1000)
+    assert not small_local_input(str(one), limit=999)
+    folder = tmp_path / "parts"
+    (folder / "nested").mkdir(parents=True)
+    for name, size in [("a.parquet", 400), ("b.parquet", 300), ("nested/c.parquet", 300)]:
+        (folder / name).write_bytes(b"y" * size)
+    assert small_local_input(str(folder), limit=1000)
+    assert not small_local_input(str(folder), limit=999)
+
+
+def test_small_local_input_is_false_for_what_is_not_a_local_file(tmp_path: Path) -> None:
+    assert not small_local_input(str(tmp_path / "missing.parquet"))
+    assert not small_local_input("s3a://bucket/corpus/")
+    assert not small_local_input("hdfs:///corpus")
+    assert not small_local_input("db.table_name")  # a catalog table's name: no such file here
+
+
+def test_a_small_input_gets_c1_only_and_the_rest_is_kept() -> None:
+    usual = ["-XX:+UseParallelGC", "-XX:NewRatio=4", "-XX:+ExitOnOutOfMemoryError"]
+    assert local_java_options(small_input=False) == usual
+    assert local_java_options(small_input=True) == [*usual, "-XX:TieredStopAtLevel=1"]
