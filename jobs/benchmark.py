@@ -6,9 +6,10 @@ generated corpus, scored against exact ground truth.
     python jobs/benchmark.py kernels [--docs 2000]     # microseconds per document to a signature
     python jobs/benchmark.py memory [--sweep]          # memory per stage, smallest heap
     python jobs/benchmark.py realtext                  # the guard on this machine's licences and docs
+    python jobs/benchmark.py skew [--docs 100000]      # largest task / median task per stage, skewed corpus
 
 Runs bench/e2e.py (bench/sign_kernels.py with `kernels`, bench/memory.py with `memory`, bench/realtext.py
-with `realtext`)
+with `realtext`, bench/skew.py with `skew`)
 from a source checkout; see
 bench/README.md for what each tool runs and how it is measured.
 """
@@ -28,6 +29,8 @@ if __name__ == "__main__":
         script, args = "memory.py", args[1:]
     elif args[:1] == ["realtext"]:
         script, args = "realtext.py", args[1:]
+    elif args[:1] == ["skew"]:
+        script, args = "skew.py", args[1:]
     path = BENCH / script
     if not path.is_file():
         sys.exit(f"benchmark: {path} not found; run from a source checkout of neardup")

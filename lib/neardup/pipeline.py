@@ -71,6 +71,7 @@ from neardup.stages.read import (
 from neardup.stages.report import gather
 from neardup.stages.sample import Sample, draw_sample
 from neardup.stages.sign import sign_documents, sign_params
+from neardup.stages.skew import split_threshold
 from neardup.stages.survivors import assign_members, choose_survivors, cluster_sizes
 from neardup.stages.verify import endpoint_texts, verify_pairs
 from neardup.stages.write import write_outputs
@@ -208,7 +209,7 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Resul
         signed = r.stage("sign", count(inp.rows - inp.malformed_rows, "documents"), _sign, inp)
         exact = r.stage("exact", count(signed.signed, "signed"), _exact, signed)
         reps = count(signed.signed - exact.copies, "representatives")
-        candidates = r.stage("candidates", reps, _candidates, inp, exact)
+        candidates = r.stage("candidates", reps, _candidates, inp, signed, exact)
         edges = r.stage("verify", count(candidates.rows, "candidates"), _verify, inp, signed, candidates)
         components = r.stage("components", count(edges.rows, "edges"), _components, edges)
         chosen = r.stage("survivors", count(edges.rows, "edges"), _survivors, exact, edges, components)
@@ -385,10 +386,13 @@ class _Edges:
     texts: DataFrame | None = None
 
 
-def _candidates(r: RunContext, inp: ReadResult, exact: _Exact) -> tuple[_Edges, Counts]:
+def _candidates(r: RunContext, inp: ReadResult, signed: _Signed, exact: _Exact) -> tuple[_Edges, Counts]:
     cap = r.cfg.lsh.all_pairs_up_to
+    # The window moves a row per representative and band.
+    rows = (signed.signed - exact.copies) * r.cfg.bands
+    over = split_threshold(r.spark, r.cfg.lsh.split_buckets_over, rows, floor=cap)
     candidates = r.work.materialize(
-        "candidates", inp.fps.candidates, lambda: candidate_edges(exact.reps, cap)
+        "candidates", inp.fps.candidates, lambda: candidate_edges(exact.reps, cap, over)
     )
     n = candidates.count()
     return _Edges(candidates, n), {"candidate_pairs": n}
@@ -412,6 +416,7 @@ def _verify(r: RunContext, inp: ReadResult, signed: _Signed, candidates: _Edges)
             r.cfg.verify.method,
             r.cfg.verify_threshold,
             broadcast_ends=small,
+            split_over=split_threshold(r.spark, r.cfg.verify.split_stars_over, 2 * candidates.rows),
         ),
     )
     n = edges.count()
@@ -460,6 +465,8 @@ def _guard(
     and the exact groups, so the members are not read here (they join once, in write)."""
     cfg = r.cfg
     small = broadcastable(2 * edges.rows)
+    # A round scores at most one pair per clustered representative.
+    split_stars = split_threshold(r.spark, cfg.verify.split_stars_over, 2 * edges.rows)
     started = time.time()
     stats: GuardStats | None = None
     if cfg.verify.method == "none":  # no similarities to score with
@@ -471,7 +478,9 @@ def _guard(
 
         def score(pairs: DataFrame) -> DataFrame:
             # Every pair, whatever its score: threshold 0.
-            return verify_pairs(pairs, signed.frame, texts, inp.params, cfg.verify.method, 0.0, small)
+            return verify_pairs(
+                pairs, signed.frame, texts, inp.params, cfg.verify.method, 0.0, small, split_stars
+            )
 
         def regroup(own_edges: DataFrame) -> DataFrame:
             found, _ = connected_components(
