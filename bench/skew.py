@@ -98,6 +98,7 @@ class StageTasks:
 
     neardup: str  # the neardup stage of its job
     stage_id: int
+    what: str = ""  # the operators it runs after its shuffle read (Window, MapInArrow, ...)
     read_bytes: list[int] = field(default_factory=list)
     read_records: list[int] = field(default_factory=list)
 
@@ -122,9 +123,13 @@ class StageTasks:
 def shuffle_reads(event_log: Path) -> list[StageTasks]:
     """Every Spark stage that read shuffle data, with its successful tasks' shuffle reads."""
     group_of: dict[int, str] = {}
+    what: dict[int, str] = {}
     stages: dict[tuple[int, int], StageTasks] = {}
     for event in events(event_log):
         kind = event.get("Event")
+        if kind == "SparkListenerStageSubmitted":
+            info = event["Stage Info"]
+            what[int(info["Stage ID"])] = _operators(info)
         if kind == "SparkListenerJobStart":
             group = (event.get("Properties") or {}).get("spark.jobGroup.id") or ""
             # neardup-<run_id>-<stage>; jobs outside a stage have no group.
@@ -140,10 +145,29 @@ def shuffle_reads(event_log: Path) -> list[StageTasks]:
             blocks = int(read.get("Remote Blocks Fetched", 0)) + int(read.get("Local Blocks Fetched", 0))
             if not blocks and not nbytes:
                 continue  # a task of a stage that reads no shuffle
-            tasks = stages.setdefault((sid, attempt), StageTasks(group_of.get(sid, "outside stages"), sid))
+            tasks = stages.setdefault(
+                (sid, attempt), StageTasks(group_of.get(sid, "outside stages"), sid, what.get(sid, ""))
+            )
             tasks.read_bytes.append(nbytes)
             tasks.read_records.append(int(read.get("Total Records Read", 0)))
     return [s for s in stages.values() if s.total >= MIN_STAGE_BYTES]
+
+
+_PLUMBING = ("Exchange", "AdaptiveSparkPlan", "InMemoryTableScan")
+
+
+def _operators(info: dict[str, Any]) -> str:
+    """What a stage does, from its RDDs' SQL scopes: the named operators (a Window, the
+    Python of a mapInArrow, a join), not exchanges and generated code; else its call site."""
+    names = []
+    for rdd in info.get("RDD Info", []):
+        scope = json.loads(rdd.get("Scope") or "{}").get("name", "").split(" ")[0]
+        # SQL operators are capitalized (RDD operations are not); these say nothing.
+        if scope[:1].isupper() and scope not in _PLUMBING and not scope.startswith("WholeStageCodegen"):
+            names.append(scope)
+    site = str(info.get("Stage Name", "")).split(" at ")[0]
+    found = ", ".join(sorted(set(names)))
+    return found or ("" if site.startswith("$anonfun") else site)
 
 
 def per_neardup_stage(stages: list[StageTasks]) -> dict[str, StageTasks]:
@@ -259,7 +283,7 @@ def render(runs: list[Run], args: argparse.Namespace, skew_spec: SkewSpec, truth
                     cells.append("- | - | - | -")
                     continue
                 cells.append(
-                    f"{s.stage_id} | {_ratio(s.bytes_ratio)} | "
+                    f"{s.stage_id} {s.what} | {_ratio(s.bytes_ratio)} | "
                     f"{_ratio(s.records_ratio)} | {max(s.read_bytes) / 2**20:.1f}"
                 )
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
@@ -272,7 +296,8 @@ def render(runs: list[Run], args: argparse.Namespace, skew_spec: SkewSpec, truth
         skewed = next((r for r in tasks if r.corpus == "skewed"), tasks[0])
         for s in sorted(skewed.stages, key=lambda s: s.stage_id):
             lines.append(
-                f"- {s.stage_id} ({s.neardup}): {len(s.read_bytes)} tasks, {s.total / 2**20:.1f} MB, "
+                f"- {s.stage_id} ({s.neardup}; {s.what or 'aggregation or join'}): "
+                f"{len(s.read_bytes)} tasks, {s.total / 2**20:.1f} MB, "
                 f"{_ratio(s.bytes_ratio)}, {_ratio(s.records_ratio)}"
             )
         lines.append("")
