@@ -15,13 +15,14 @@ Runs, each its own process in local[--workers]:
 
 - tasks: both corpora with spark.sql.shuffle.partitions=--partitions and AQE's coalescing of
   small partitions off (so every shuffle runs as --partitions tasks, as on a cluster where each
-  partition is large; with coalescing on, a 100,000-document run's shuffles fit one task), and
-  Spark's event log on. From the log's task-end events: for every Spark stage that reads
-  shuffle data, the largest task's shuffle-read bytes and records against the median task's;
-  the stage belongs to the neardup stage named by its job's group (runtime/jobgroups.py).
-- wall: both corpora with neardup's own local settings, no event log: the wall time of the
-  skewed corpus against the base corpus alone, and each output's clusters scored against the
-  exact truth (pairwise precision, recall, F1, adjusted Rand index).
+  partition is large; with coalescing on, a 100,000-document run's shuffles fit one task).
+  From the event log's task-end events: for every Spark stage that reads shuffle data, the
+  largest task's shuffle-read bytes and records against the median task's; the stage belongs
+  to the neardup stage named by its job's group (runtime/jobgroups.py).
+- wall: both corpora with neardup's own local settings: the wall time of the skewed corpus
+  against the base corpus alone, each output's clusters scored against the exact truth
+  (pairwise precision, recall, F1, adjusted Rand index), and from the event log the seconds of
+  the jobs that look for large keys.
 
 The report goes to --out (appended with --append), with the command, the commit and the machine.
 """
@@ -180,6 +181,33 @@ def per_neardup_stage(stages: list[StageTasks]) -> dict[str, StageTasks]:
     return worst
 
 
+# The collects that find large keys before their shuffle (stages/skew.py's sample, and the
+# exact count of the large buckets in stages/lsh.py), by their call sites.
+_DETECTION = ("/stages/skew.py:", "/stages/lsh.py:")
+
+
+def detection_seconds(event_log: Path) -> dict[str, float]:
+    """Per neardup stage, the seconds of its Spark jobs that find large keys (from job start
+    to end): what the spreading costs a run, whether or not it finds any."""
+    stage_names: dict[int, str] = {}
+    started: dict[int, tuple[str, int, list[int]]] = {}
+    seconds: dict[str, float] = {}
+    for event in events(event_log):
+        kind = event.get("Event")
+        if kind == "SparkListenerJobStart":
+            group = (event.get("Properties") or {}).get("spark.jobGroup.id") or ""
+            stage = group.split("-", 2)[2] if group.startswith("neardup-") else "outside stages"
+            for info in event.get("Stage Infos", []):
+                stage_names[int(info["Stage ID"])] = str(info.get("Stage Name", ""))
+            started[int(event["Job ID"])] = (stage, int(event["Submission Time"]), event.get("Stage IDs", []))
+        elif kind == "SparkListenerJobEnd" and int(event["Job ID"]) in started:
+            stage, start, ids = started.pop(int(event["Job ID"]))
+            names = [stage_names.get(int(i), "") for i in ids]
+            if any(n.startswith("collect at") and any(d in n for d in _DETECTION) for n in names):
+                seconds[stage] = seconds.get(stage, 0.0) + (int(event["Completion Time"]) - start) / 1000
+    return seconds
+
+
 # --------------------------------------------------------------------------- runs
 
 
@@ -191,6 +219,7 @@ class Run:
     measure: Measure | None = None
     report: dict[str, Any] = field(default_factory=dict)
     stages: list[StageTasks] = field(default_factory=list)
+    detection: dict[str, float] = field(default_factory=dict)  # seconds finding large keys
     scores: dict[str, float] = field(default_factory=dict)
     error: str | None = None
 
@@ -201,16 +230,19 @@ def run_neardup(
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     out = work / "out"
-    conf = [f"spark.driver.memory={args.driver_memory}", *args.neardup_conf]
+    logs = work / "eventlog"
+    logs.mkdir()
+    conf = [
+        f"spark.driver.memory={args.driver_memory}",
+        "spark.eventLog.enabled=true",
+        f"spark.eventLog.dir={logs}",
+        "spark.eventLog.compress=false",
+        *args.neardup_conf,
+    ]
     if run.mode == "tasks":
-        logs = work / "eventlog"
-        logs.mkdir()
         conf += [
             f"spark.sql.shuffle.partitions={args.partitions}",
             "spark.sql.adaptive.coalescePartitions.enabled=false",
-            "spark.eventLog.enabled=true",
-            f"spark.eventLog.dir={logs}",
-            "spark.eventLog.compress=false",
         ]
     cmd = neardup_command(corpus, out, args.workers, conf, ["report.html=false"], args.neardup_set)
     run.measure = run_measured(cmd, work / "log.txt", args.timeout)
@@ -219,8 +251,9 @@ def run_neardup(
         run.error = f"exit {run.measure.returncode}: {' | '.join(tail)}"[-400:]
         return
     run.report = json.loads((out / "report.json").read_text())
+    (log,) = list(logs.iterdir())
+    run.detection = detection_seconds(log)
     if run.mode == "tasks":
-        (log,) = list((work / "eventlog").iterdir())
         run.stages = shuffle_reads(log)
     clusters = pq.read_table(out / "clusters", columns=["id", "cluster_id"])
     corpus_ids = pq.read_table(corpus, columns=["id"]).column("id").to_numpy()
@@ -331,9 +364,11 @@ def render(runs: list[Run], args: argparse.Namespace, skew_spec: SkewSpec, truth
     for r in runs:
         if r.report and r.mode == "wall":
             secs = {k: v for k, v in r.report["seconds"].items() if k != "total"}
+            found = ", ".join(f"{k} {v:.1f}" for k, v in r.detection.items()) or "none"
             lines += [
                 "",
                 f"{r.corpus} seconds per stage: " + ", ".join(f"{k} {v:.1f}" for k, v in secs.items()),
+                f"(of which the jobs looking for large keys: {found})",
             ]
     env = machine()
     lines += [

@@ -465,7 +465,8 @@ def _guard(
     and the exact groups, so the members are not read here (they join once, in write)."""
     cfg = r.cfg
     small = broadcastable(2 * edges.rows)
-    # A round scores at most one pair per clustered representative.
+    # A round scores at most one pair per clustered representative: a bound, which the
+    # scoring's sample lowers to the pairs there are.
     split_stars = split_threshold(r.spark, cfg.verify.split_stars_over, 2 * edges.rows)
     started = time.time()
     stats: GuardStats | None = None

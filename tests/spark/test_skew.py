@@ -150,10 +150,13 @@ def test_spread_stars_give_the_same_edges(
 
 def test_split_threshold_is_a_tasks_share_unless_configured(spark: Any) -> None:
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    assert skew.split_threshold(spark, 7, 10**9) == 7
-    assert skew.split_threshold(spark, None, 10**9) == -(-(10**9) // partitions)
-    assert skew.split_threshold(spark, None, 10) == skew.MIN_DERIVED
-    assert skew.split_threshold(spark, None, 10**6, floor=10**6) == 10**6
+    assert skew.split_threshold(spark, 7, 10**9) == 7 == skew.threshold(7, 10) == skew.least(7)
+    derived = skew.split_threshold(spark, None, 10**9)
+    assert skew.threshold(derived) == -(-(10**9) // partitions)
+    assert skew.threshold(derived, 10**6) == -(-(10**6) // partitions)  # an estimate below the bound
+    assert skew.threshold(derived, 10**10) == skew.threshold(derived)  # never above it
+    assert skew.threshold(derived, 10) == skew.least(derived) == skew.MIN_DERIVED
+    assert skew.threshold(skew.split_threshold(spark, None, 10**6, floor=10**6)) == 10**6
     assert skew.sample_rate(8) == 1.0 and skew.sample_rate(3200) == 0.01
     assert [skew.pieces(n, 100) for n in (1, 25, 26, 100, 101, 10**6)] == [1, 1, 2, 4, 5, 40_000]
     assert skew.pieces(10**9, 1) == skew.MAX_PIECES

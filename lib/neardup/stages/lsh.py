@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup import columns as C
-from neardup.stages.skew import frequent, in_sample, pieces, sample_rate
+from neardup.stages.skew import Threshold, frequent, in_sample, pieces, sample_rate, threshold
 
 log = logging.getLogger("neardup")
 _SALT = "_salt"
@@ -43,7 +43,9 @@ def band_rows(signed: DataFrame) -> DataFrame:
     return signed.select(C.DOC_ID, F.explode(C.BAND_KEYS).alias(C.BAND_KEY))
 
 
-def candidate_edges(signed: DataFrame, all_pairs_up_to: int, split_over: int | None = None) -> DataFrame:
+def candidate_edges(
+    signed: DataFrame, all_pairs_up_to: int, split_over: Threshold | None = None
+) -> DataFrame:
     """(_id, _bands) -> distinct (src, dst) with src < dst.
 
     One shuffle of the band rows by key; an unordered window gives each row its bucket's
@@ -64,7 +66,7 @@ def candidate_edges(signed: DataFrame, all_pairs_up_to: int, split_over: int | N
         [T.StructField(C.SRC, id_field.dataType, False), T.StructField(C.DST, id_field.dataType, False)]
     )
     rows = band_rows(signed)
-    large = None if split_over is None else _large_buckets(signed, split_over, id_field)
+    large = None if split_over is None else _large_buckets(signed, threshold(split_over), id_field)
     if large is None:
         bucket = Window.partitionBy(C.BAND_KEY)
         size, smallest = F.count(F.lit(1)).over(bucket), F.min(C.DOC_ID).over(bucket)
@@ -110,7 +112,7 @@ def _large_buckets(signed: DataFrame, over: int, id_field: T.StructField) -> Dat
     at least lsh.all_pairs_up_to), so its edges need only each row, the size and the minimum.
     """
     rate = sample_rate(over)
-    found = frequent(band_rows(signed.filter(in_sample(C.DOC_ID, rate))), C.BAND_KEY, rate, over / 2)
+    found, _ = frequent(band_rows(signed.filter(in_sample(C.DOC_ID, rate))), C.BAND_KEY, rate, over / 2)
     if not found:
         return None
     spark = signed.sparkSession

@@ -11,13 +11,16 @@ are processed, never the output, so a key the sample misses (or a small one it n
 still handled correctly, only in one task.
 
 `split_threshold` gives the size above which a key is spread: the configured one, or a
-task's share of the rows (rows / spark.sql.shuffle.partitions), so that no key adds more
-than an average task's worth to the task it lands in.
+task's share of the rows (rows / spark.sql.shuffle.partitions, `TaskShare`), so that no key
+adds more than an average task's worth to the task it lands in. Where only a bound on the
+rows is known (the pairs an over-merge guard round scores), the sample's own estimate of
+them lowers it.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -30,7 +33,7 @@ SAMPLE_HITS = 32
 # the driver collects and broadcasts.
 MAX_KEYS = 100_000
 # A derived threshold is at least this: below it a key is cheap wherever it lands.
-MIN_DERIVED = 1000
+MIN_DERIVED = 64
 # A spread key goes in pieces of at most over / PIECES_PER_THRESHOLD rows, each to the task its
 # (key, piece) hashes to: small pieces, so several landing in one task stay within a task's share.
 PIECES_PER_THRESHOLD = 4
@@ -38,15 +41,43 @@ PIECES_PER_THRESHOLD = 4
 MAX_PIECES = 1 << 16
 _HASH_SPACE = 1 << 20
 _SAMPLED = "_sampled"
+_TOTAL = "_total"
 
 
-def split_threshold(spark: SparkSession, configured: int | None, rows: int, floor: int = 1) -> int:
-    """`configured`, or `rows` (what the shuffle moves) over the shuffle partitions, at least
-    MIN_DERIVED and `floor`."""
+@dataclass(frozen=True)
+class TaskShare:
+    """A derived threshold: a task's share of the rows a shuffle moves, at least `least`."""
+
+    rows: int  # the rows the shuffle moves, or a bound on them
+    partitions: int
+    least: int
+
+    def over(self, rows: int | None = None) -> int:
+        """The threshold for `rows` rows (an estimate below the bound), else for the bound."""
+        n = self.rows if rows is None else min(rows, self.rows)
+        return max(self.least, math.ceil(n / max(1, self.partitions)))
+
+
+Threshold = int | TaskShare
+
+
+def split_threshold(spark: SparkSession, configured: int | None, rows: int, floor: int = 1) -> Threshold:
+    """`configured`, or a task's share of `rows` (what the shuffle moves, or a bound on it)
+    over the shuffle partitions, at least MIN_DERIVED and `floor`."""
     if configured is not None:
         return configured
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
-    return max(floor, MIN_DERIVED, math.ceil(rows / max(1, partitions)))
+    return TaskShare(rows, partitions, max(floor, MIN_DERIVED))
+
+
+def threshold(split: Threshold, rows: int | None = None) -> int:
+    """The threshold itself (a derived one for `rows` rows, if known)."""
+    return split if isinstance(split, int) else split.over(rows)
+
+
+def least(split: Threshold) -> int:
+    """The smallest threshold `split` can come to, whatever the rows."""
+    return split if isinstance(split, int) else split.least
 
 
 def sample_rate(over: int) -> float:
@@ -62,18 +93,22 @@ def in_sample(column: str, rate: float) -> Column:
     return F.pmod(F.xxhash64(F.col(column)), F.lit(_HASH_SPACE)) < F.lit(cut)
 
 
-def frequent(sampled: DataFrame, key: str, rate: float, over: float) -> list[tuple[Any, int]]:
+def frequent(sampled: DataFrame, key: str, rate: float, over: float) -> tuple[list[tuple[Any, int]], int]:
     """(key, estimated rows) of the keys of `sampled` (a `rate` sample of the rows) estimated
-    at more than `over` rows, largest first (ties by key), at most MAX_KEYS. One job: the
-    sample's aggregation by key, combined in each task before its shuffle."""
+    at more than `over` rows, largest first (ties by key), at most MAX_KEYS; and the rows the
+    sample estimates in all (0 when no key is found). One job: the sample's aggregation by
+    key, combined in each task before its shuffle, and its sum."""
     counts = sampled.groupBy(key).agg(F.count(F.lit(1)).alias(_SAMPLED))
+    total = counts.agg(F.sum(_SAMPLED).alias(_TOTAL))
     found = (
         counts.filter(F.col(_SAMPLED) > over * rate)
+        .crossJoin(F.broadcast(total))
         .orderBy(F.col(_SAMPLED).desc(), F.col(key))
         .limit(MAX_KEYS)
         .collect()
     )
-    return [(row[key], round(row[_SAMPLED] / rate)) for row in found]
+    rows = round(found[0][_TOTAL] / rate) if found else 0
+    return [(row[key], round(row[_SAMPLED] / rate)) for row in found], rows
 
 
 def pieces(rows: int, over: int) -> int:

@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 
 from neardup import columns as C
 from neardup.kernels.sign import SignParams
-from neardup.stages.skew import frequent, in_sample, pieces, sample_rate
+from neardup.stages.skew import Threshold, frequent, in_sample, least, pieces, sample_rate, threshold
 
 log = logging.getLogger("neardup")
 
@@ -44,7 +44,7 @@ def endpoint_texts(edges: DataFrame, docs: DataFrame, broadcast: bool) -> DataFr
 
 
 def _routed_to_groups(
-    candidates: DataFrame, docs: DataFrame, broadcast: bool, split_over: int | None
+    candidates: DataFrame, docs: DataFrame, broadcast: bool, split_over: Threshold | None
 ) -> DataFrame:
     """(_group, _id, _text): each candidate endpoint's text sent to every group (edges of one
     src) it is in, clustered by src and sorted by (_src, _id), so src comes first.
@@ -79,12 +79,16 @@ def _routed_to_groups(
 _PARTS = "_parts"
 
 
-def _star_parts(candidates: DataFrame, over: int) -> DataFrame | None:
-    """(_group, _parts) of the sources with an estimated more than `over` edges, or None
-    if there are none: one job over a sample of the candidates (by their destination). Any
-    estimate will do: a group in any number of parts gives the same edges."""
-    rate = sample_rate(over)
-    found = frequent(candidates.filter(in_sample(C.DST, rate)), C.SRC, rate, over)
+def _star_parts(candidates: DataFrame, split: Threshold) -> DataFrame | None:
+    """(_group, _parts) of the sources with an estimated more than the threshold's edges, or
+    None if there are none: one job over a sample of the candidates (by their destination),
+    sampled for the threshold of their bound; a derived threshold is then taken for the rows
+    the sample estimates (two per candidate). Any estimate will do: a group in any number of
+    parts gives the same edges."""
+    rate = sample_rate(threshold(split))
+    found, pairs = frequent(candidates.filter(in_sample(C.DST, rate)), C.SRC, rate, least(split))
+    over = threshold(split, 2 * pairs)
+    found = [(k, n) for k, n in found if n > over]
     if not found:
         return None
     log.info(
@@ -108,7 +112,7 @@ def verify_pairs(
     method: str,
     threshold: float,
     broadcast_ends: bool = True,
-    split_over: int | None = None,
+    split_over: Threshold | None = None,
 ) -> DataFrame:
     """(src, dst) -> (src, dst, similarity: double) for pairs scoring >= threshold.
 
