@@ -30,8 +30,11 @@ from neardup import columns as C
 from neardup.stages.skew import Threshold, frequent, in_sample, pieces, sample_rate, threshold
 
 log = logging.getLogger("neardup")
+# A large bucket's rows: their piece, how many pieces, the whole bucket's size and minimum.
 _SALT = "_salt"
 _PIECES = "_pieces"
+_LARGE_SIZE = "_large_size"
+_LARGE_MIN = "_large_min"
 
 
 def band_rows(signed: DataFrame) -> DataFrame:
@@ -96,10 +99,6 @@ def candidate_edges(
         return bucket_edges(batches, all_pairs_up_to)
 
     return shared.mapInArrow(edges, schema).distinct()
-
-
-_LARGE_SIZE = "_large_size"
-_LARGE_MIN = "_large_min"
 
 
 def _large_buckets(signed: DataFrame, over: int, id_field: T.StructField) -> DataFrame | None:

@@ -22,6 +22,7 @@ from neardup.kernels.sign import SignParams
 from neardup.stages.skew import Threshold, frequent, in_sample, least, pieces, sample_rate, threshold
 
 log = logging.getLogger("neardup")
+_PARTS = "_parts"  # how many parts a large star is scored in
 
 
 def _edge_schema(edges: DataFrame) -> T.StructType:
@@ -74,9 +75,6 @@ def _routed_to_groups(
     routed = docs.select(C.DOC_ID, C.TEXT).join(F.broadcast(members) if broadcast else members, C.DOC_ID)
     # Parts of one group that share a task sort as one group (kernels/verify.py).
     return routed.repartition(*keys).sortWithinPartitions(C.GROUP, C.DOC_ID).select(C.GROUP, C.DOC_ID, C.TEXT)
-
-
-_PARTS = "_parts"
 
 
 def _star_parts(candidates: DataFrame, split: Threshold) -> DataFrame | None:
