@@ -29,16 +29,16 @@ from neardup_testkit.truth import skewed_truth
 NEVER = 2**40  # a threshold no bucket or star reaches: the one-task path
 
 
-def _buckets(bands: dict[int, list[int]]) -> dict[int, list[int]]:
-    out: dict[int, list[int]] = defaultdict(list)
+def _buckets(bands: dict[Any, list[int]]) -> dict[int, list[Any]]:
+    out: dict[int, list[Any]] = defaultdict(list)
     for doc, keys in bands.items():
         for key in keys:
             out[key].append(doc)
     return {k: sorted(v) for k, v in out.items()}
 
 
-def _expected_edges(buckets: dict[int, list[int]], cap: int) -> set[tuple[int, int]]:
-    edges: set[tuple[int, int]] = set()
+def _expected_edges(buckets: dict[int, list[Any]], cap: int) -> set[tuple[Any, Any]]:
+    edges: set[tuple[Any, Any]] = set()
     for members in buckets.values():
         if len(members) <= cap:
             edges.update(itertools.combinations(members, 2))
@@ -47,21 +47,31 @@ def _expected_edges(buckets: dict[int, list[int]], cap: int) -> set[tuple[int, i
     return edges
 
 
-def _band_keys(docs: int) -> dict[int, list[int]]:
+def _band_keys(docs: int, ids: str) -> dict[Any, list[int]]:
     """Sparse ids; band 0: keys shared by chance, band 1: a bucket of half the documents and
     one of a fifth, band 2: all distinct, band 3: one bucket of every document."""
     rng = random.Random(5)
     return {
-        1000 + 7 * d: [rng.randrange(300), 1 if d % 2 else (2 if d % 5 == 0 else 10_000 + d), 20_000 + d, 3]
+        (1000 + 7 * d if ids == "bigint" else f"doc-{7 * d:05d}"): [
+            rng.randrange(300),
+            1 if d % 2 else (2 if d % 5 == 0 else 10_000 + d),
+            20_000 + d,
+            3,
+        ]
         for d in range(docs)
     }
 
 
-@pytest.mark.parametrize(("cap", "over", "partitions"), [(32, 40, 1), (3, 3, 7), (1, 90, 200)])
-def test_spread_buckets_give_the_same_candidates(spark: Any, cap: int, over: int, partitions: int) -> None:
-    bands = _band_keys(500)
+@pytest.mark.parametrize(
+    ("cap", "over", "partitions", "ids"),
+    [(32, 40, 1, "bigint"), (3, 3, 7, "string"), (1, 90, 200, "bigint")],
+)
+def test_spread_buckets_give_the_same_candidates(
+    spark: Any, cap: int, over: int, partitions: int, ids: str
+) -> None:
+    bands = _band_keys(500, ids)
     buckets = _buckets(bands)
-    signed = spark.createDataFrame(list(bands.items()), "_id bigint, _bands array<bigint>").repartition(3)
+    signed = spark.createDataFrame(list(bands.items()), f"_id {ids}, _bands array<bigint>").repartition(3)
     want = _expected_edges(buckets, cap)
     # The large buckets, sizes and minima exactly, with their pieces.
     field = signed.schema[C.DOC_ID]
