@@ -333,6 +333,10 @@ def skewed_truth(
     """
     from neardup_testkit.skew import CLUSTER_OFFSET
 
+    # More than 2 GiB of text (a 1M-document base and its skew) overflows the int32 offsets
+    # that taking rows out of several chunks would concatenate into.
+    text = table.schema.get_field_index("text")
+    table = table.set_column(text, "text", table.column(text).cast(pa.large_string()))
     n = table.num_rows
     cluster = table.column("cluster").to_numpy()
     skew_rows = np.flatnonzero(cluster >= CLUSTER_OFFSET)
