@@ -478,9 +478,10 @@ def _guard(
         texts = edges.texts if edges.texts is not None else inp.docs
 
         def score(pairs: DataFrame) -> DataFrame:
-            # Every pair, whatever its score: threshold 0.
+            # Every pair, whatever its score: threshold 0. The pairs are kept: the sample
+            # that looks for large stars and the scoring both read them.
             return verify_pairs(
-                pairs, signed.frame, texts, inp.params, cfg.verify.method, 0.0, small, split_stars
+                r.keep(pairs), signed.frame, texts, inp.params, cfg.verify.method, 0.0, small, split_stars
             )
 
         def regroup(own_edges: DataFrame) -> DataFrame:
