@@ -93,22 +93,20 @@ def in_sample(column: str, rate: float) -> Column:
     return F.pmod(F.xxhash64(F.col(column)), F.lit(_HASH_SPACE)) < F.lit(cut)
 
 
-def frequent(sampled: DataFrame, key: str, rate: float, over: float) -> tuple[list[tuple[Any, int]], int]:
+def frequent(
+    sampled: DataFrame, key: str, rate: float, over: float, total: bool = False
+) -> tuple[list[tuple[Any, int]], int]:
     """(key, estimated rows) of the keys of `sampled` (a `rate` sample of the rows) estimated
-    at more than `over` rows, largest first (ties by key), at most MAX_KEYS; and the rows the
-    sample estimates in all (0 when no key is found). One job: the sample's aggregation by
-    key, combined in each task before its shuffle, and its sum."""
+    at more than `over` rows, largest first (ties by key), at most MAX_KEYS; and with `total`
+    the rows the sample estimates in all (else, and when no key is found, 0). One query: the
+    sample's aggregation by key, combined in each task before its shuffle (and its sum)."""
     counts = sampled.groupBy(key).agg(F.count(F.lit(1)).alias(_SAMPLED))
-    total = counts.agg(F.sum(_SAMPLED).alias(_TOTAL))
-    found = (
-        counts.filter(F.col(_SAMPLED) > over * rate)
-        .crossJoin(F.broadcast(total))
-        .orderBy(F.col(_SAMPLED).desc(), F.col(key))
-        .limit(MAX_KEYS)
-        .collect()
-    )
-    rows = round(found[0][_TOTAL] / rate) if found else 0
-    return [(row[key], round(row[_SAMPLED] / rate)) for row in found], rows
+    found = counts.filter(F.col(_SAMPLED) > over * rate)
+    if total:
+        found = found.crossJoin(F.broadcast(counts.agg(F.sum(_SAMPLED).alias(_TOTAL))))
+    rows = found.orderBy(F.col(_SAMPLED).desc(), F.col(key)).limit(MAX_KEYS).collect()
+    estimate = round(rows[0][_TOTAL] / rate) if total and rows else 0
+    return [(row[key], round(row[_SAMPLED] / rate)) for row in rows], estimate
 
 
 def pieces(rows: int, over: int) -> int:

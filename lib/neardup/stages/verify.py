@@ -84,7 +84,9 @@ def _star_parts(candidates: DataFrame, split: Threshold) -> DataFrame | None:
     the sample estimates (two per candidate). Any estimate will do: a group in any number of
     parts gives the same edges."""
     rate = sample_rate(threshold(split))
-    found, pairs = frequent(candidates.filter(in_sample(C.DST, rate)), C.SRC, rate, least(split))
+    sampled = candidates.filter(in_sample(C.DST, rate))
+    # A configured threshold needs no estimate of the rows.
+    found, pairs = frequent(sampled, C.SRC, rate, least(split), total=not isinstance(split, int))
     over = threshold(split, 2 * pairs)
     found = [(k, n) for k, n in found if n > over]
     if not found:
