@@ -137,6 +137,14 @@ def test_spread_stars_give_the_same_edges(
     assert sorted(tuple(r) for r in parts.collect()) == sorted(
         (a, skew.pieces(n, 5)) for a, n in sizes.items() if n > 5
     )
+    # Derived from a bound of 16 rows a task (every row sampled): the threshold is a task's
+    # share of the rows the sample counts, two per candidate.
+    derived = verify._star_parts(cand, skew.TaskShare(rows=16 * 25, partitions=16, least=5))
+    over = max(5, -(-2 * len(candidates) // 16))
+    assert derived is not None and over < 25
+    assert sorted(tuple(r) for r in derived.collect()) == sorted(
+        (a, skew.pieces(n, over)) for a, n in sizes.items() if n > over
+    )
     key = "spark.sql.execution.arrow.maxRecordsPerBatch"
     before = spark.conf.get(key)
     spark.conf.set(key, str(batch_rows))  # parts straddle Arrow batches
