@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup import columns as C
-from neardup.stages.skew import Threshold, frequent, in_sample, pieces, sample_rate, threshold
+from neardup.stages import skew
 
 log = logging.getLogger("neardup")
 # A large bucket's rows: their piece, how many pieces, the whole bucket's size and minimum.
@@ -47,7 +47,7 @@ def band_rows(signed: DataFrame) -> DataFrame:
 
 
 def candidate_edges(
-    signed: DataFrame, all_pairs_up_to: int, split_over: Threshold | None = None
+    signed: DataFrame, all_pairs_up_to: int, split_over: skew.Threshold | None = None
 ) -> DataFrame:
     """(_id, _bands) -> distinct (src, dst) with src < dst.
 
@@ -69,7 +69,7 @@ def candidate_edges(
         [T.StructField(C.SRC, id_field.dataType, False), T.StructField(C.DST, id_field.dataType, False)]
     )
     rows = band_rows(signed)
-    large = None if split_over is None else _large_buckets(signed, threshold(split_over), id_field)
+    large = None if split_over is None else _large_buckets(signed, skew.threshold(split_over), id_field)
     if large is None:
         bucket = Window.partitionBy(C.BAND_KEY)
         size, smallest = F.count(F.lit(1)).over(bucket), F.min(C.DOC_ID).over(bucket)
@@ -110,8 +110,10 @@ def _large_buckets(signed: DataFrame, over: int, id_field: T.StructField) -> Dat
     before the shuffle, so no task holds a whole bucket. A large bucket is a star (`over` is
     at least lsh.all_pairs_up_to), so its edges need only each row, the size and the minimum.
     """
-    rate = sample_rate(over)
-    found, _ = frequent(band_rows(signed.filter(in_sample(C.DOC_ID, rate))), C.BAND_KEY, rate, over / 2)
+    rate = skew.sample_rate(over)
+    found, _ = skew.frequent(
+        band_rows(signed.filter(skew.in_sample(C.DOC_ID, rate))), C.BAND_KEY, rate, over / 2
+    )
     if not found:
         return None
     spark = signed.sparkSession
@@ -144,6 +146,9 @@ def _large_buckets(signed: DataFrame, over: int, id_field: T.StructField) -> Dat
         ]
     )
     return spark.createDataFrame(
-        [(r[C.BAND_KEY], n, r[C.BUCKET_MIN], pieces(n, over)) for r, n in zip(counted, sizes, strict=True)],
+        [
+            (r[C.BAND_KEY], n, r[C.BUCKET_MIN], skew.pieces(n, over))
+            for r, n in zip(counted, sizes, strict=True)
+        ],
         schema,
     )

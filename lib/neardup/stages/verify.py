@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 
 from neardup import columns as C
 from neardup.kernels.sign import SignParams
-from neardup.stages.skew import Threshold, frequent, in_sample, least, pieces, sample_rate, threshold
+from neardup.stages import skew
 
 log = logging.getLogger("neardup")
 _PARTS = "_parts"  # how many parts a large star is scored in
@@ -45,7 +45,7 @@ def endpoint_texts(edges: DataFrame, docs: DataFrame, broadcast: bool) -> DataFr
 
 
 def _routed_to_groups(
-    candidates: DataFrame, docs: DataFrame, broadcast: bool, split_over: Threshold | None
+    candidates: DataFrame, docs: DataFrame, broadcast: bool, split_over: skew.Threshold | None
 ) -> DataFrame:
     """(_group, _id, _text): each candidate endpoint's text sent to every group (edges of one
     src) it is in, clustered by src and sorted by (_src, _id), so src comes first.
@@ -77,17 +77,17 @@ def _routed_to_groups(
     return routed.repartition(*keys).sortWithinPartitions(C.GROUP, C.DOC_ID).select(C.GROUP, C.DOC_ID, C.TEXT)
 
 
-def _star_parts(candidates: DataFrame, split: Threshold) -> DataFrame | None:
+def _star_parts(candidates: DataFrame, split: skew.Threshold) -> DataFrame | None:
     """(_group, _parts) of the sources with an estimated more than the threshold's edges, or
     None if there are none: one job over a sample of the candidates (by their destination),
     sampled for the threshold of their bound; a derived threshold is then taken for the rows
     the sample estimates (two per candidate). Any estimate will do: a group in any number of
     parts gives the same edges."""
-    rate = sample_rate(threshold(split))
-    sampled = candidates.filter(in_sample(C.DST, rate))
+    rate = skew.sample_rate(skew.threshold(split))
+    sampled = candidates.filter(skew.in_sample(C.DST, rate))
     # A configured threshold needs no estimate of the rows.
-    found, pairs = frequent(sampled, C.SRC, rate, least(split), total=not isinstance(split, int))
-    over = threshold(split, 2 * pairs)
+    found, pairs = skew.frequent(sampled, C.SRC, rate, skew.least(split), total=not isinstance(split, int))
+    over = skew.threshold(split, 2 * pairs)
     found = [(k, n) for k, n in found if n > over]
     if not found:
         return None
@@ -101,7 +101,7 @@ def _star_parts(candidates: DataFrame, split: Threshold) -> DataFrame | None:
     schema = T.StructType(
         [T.StructField(C.GROUP, src.dataType, False), T.StructField(_PARTS, T.IntegerType(), False)]
     )
-    return candidates.sparkSession.createDataFrame([(k, pieces(n, over)) for k, n in found], schema)
+    return candidates.sparkSession.createDataFrame([(k, skew.pieces(n, over)) for k, n in found], schema)
 
 
 def verify_pairs(
@@ -112,7 +112,7 @@ def verify_pairs(
     method: str,
     threshold: float,
     broadcast_ends: bool = True,
-    split_over: Threshold | None = None,
+    split_over: skew.Threshold | None = None,
 ) -> DataFrame:
     """(src, dst) -> (src, dst, similarity: double) for pairs scoring >= threshold.
 
