@@ -89,10 +89,10 @@ GROUPS = {
 }
 NEARDUP_VARIANTS = {
     "neardup": [],  # the defaults, whatever they are (the notes column says)
-    "neardup-classic": ["--set", "minhash.method=classic"],
-    "neardup-oph": ["--set", "minhash.method=oph"],
-    "neardup-exact": ["--set", "verify.method=exact"],  # with the default signing method
-    "neardup-signature": ["--set", "verify.method=signature"],
+    "neardup-classic": ["minhash.method=classic"],  # --set values
+    "neardup-oph": ["minhash.method=oph"],
+    "neardup-exact": ["verify.method=exact"],  # with the default signing method
+    "neardup-signature": ["verify.method=signature"],
 }
 SAMPLE_SECONDS = 0.2
 
@@ -221,33 +221,30 @@ def _run_row(row: Row, cmd: list[str], work: Path, timeout: float) -> bool:
     return True
 
 
+def neardup_command(inp: Path, out: Path, workers: int, conf: list[str], *sets: list[str]) -> list[str]:
+    """`neardup dedup` in local[workers], overwriting `out`, with Spark settings `conf` and
+    each list of `sets` in turn (`--set K=V`, later lists win)."""
+    flags = [x for kv in conf for x in ("--conf", kv)] + [x for s in sets for kv in s for x in ("--set", kv)]
+    return [
+        *(PYTHON, "-m", "neardup", "dedup", "--input", str(inp), "--output", str(out), "--overwrite"),
+        *("--master", f"local[{workers}]", *flags),
+    ]
+
+
 def run_neardup(
     tool: str, corpus: Corpus, work: Path, args: argparse.Namespace
 ) -> tuple[Row, np.ndarray | None]:
     row = Row(tool, corpus.spec.num_docs)
     out = work / "out"
-    cmd = [
-        PYTHON,
-        "-m",
-        "neardup",
-        "dedup",
-        "--input",
-        str(corpus.path),
-        "--output",
-        str(out),
-        "--overwrite",
-        "--master",
-        f"local[{args.workers}]",
-        "--conf",
-        f"spark.driver.memory={args.driver_memory}",
-        "--set",
-        f"lsh.threshold={args.threshold}",
-        "--set",
-        f"minhash.num_perm={args.num_perm}",
-        *NEARDUP_VARIANTS[tool],
-        *(x for kv in args.neardup_conf for x in ("--conf", kv)),
-        *(x for kv in args.neardup_set for x in ("--set", kv)),
-    ]
+    cmd = neardup_command(
+        corpus.path,
+        out,
+        args.workers,
+        [f"spark.driver.memory={args.driver_memory}", *args.neardup_conf],
+        [f"lsh.threshold={args.threshold}", f"minhash.num_perm={args.num_perm}"],
+        NEARDUP_VARIANTS[tool],
+        args.neardup_set,
+    )
     if not _run_row(row, cmd, work, args.timeout):
         return row, None
     report = json.loads((out / "report.json").read_text())

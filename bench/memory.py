@@ -33,6 +33,7 @@ import shutil
 import subprocess
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -85,20 +86,27 @@ def _run(
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
 
 
-def stage_peaks(event_log: Path) -> dict[str, dict[str, int]]:
-    """neardup stage -> metric -> peak, from SparkListenerStageExecutorMetrics events, with
-    Spark stages mapped to neardup stages through their jobs' descriptions."""
-    stage_of: dict[int, str] = {}
-    peaks: dict[str, dict[str, int]] = defaultdict(dict)
-    pending: list[dict[str, Any]] = []
+def events(event_log: Path) -> Iterator[dict[str, Any]]:
+    """The events of one application's event log, in order."""
     # Spark 4 writes a directory of rolled files (eventlog_v2_*/events_<n>_*), Spark 3 one file.
     files = (
         sorted(event_log.glob("events_*"), key=lambda f: int(f.name.split("_")[1]))
         if event_log.is_dir()
         else [event_log]
     )
-    for line in (line for f in files for line in f.read_text().splitlines()):
-        event = json.loads(line)
+    for f in files:
+        with f.open() as lines:
+            for line in lines:
+                yield json.loads(line)
+
+
+def stage_peaks(event_log: Path) -> dict[str, dict[str, int]]:
+    """neardup stage -> metric -> peak, from SparkListenerStageExecutorMetrics events, with
+    Spark stages mapped to neardup stages through their jobs' descriptions."""
+    stage_of: dict[int, str] = {}
+    peaks: dict[str, dict[str, int]] = defaultdict(dict)
+    pending: list[dict[str, Any]] = []
+    for event in events(event_log):
         kind = event.get("Event")
         if kind == "SparkListenerJobStart":
             desc = (event.get("Properties") or {}).get("spark.job.description") or "outside stages"

@@ -22,6 +22,7 @@ COMPONENT = "_component"
 BUCKET_SIZE = "_bucket_size"  # documents in a band row's bucket
 BUCKET_MIN = "_bucket_min"  # the smallest id of a band row's bucket
 GROUP = "_group"  # verification: the edge source a row's text is sent to
+PART = "_part"  # verification: the part of a large group (a star spread over tasks) a row is in
 SIG_A = "_sig_a"  # signature verification: the two ends' signatures
 SIG_B = "_sig_b"
 REP = "_rep"  # exact-duplicate representative of a document

@@ -115,6 +115,7 @@ class LshConfig:
     false_negative_weight: float = 0.8
     recall: float | None = 0.999
     all_pairs_up_to: int = 32
+    split_buckets_over: int | None = None  # None: a task's share of the band rows
 
     def __post_init__(self) -> None:
         _open_unit("lsh.threshold", self.threshold)
@@ -129,18 +130,24 @@ class LshConfig:
             if v is not None and v < 1:
                 raise UsageError(f"config key lsh.{key} must be at least 1, not {v}")
         _within("lsh.all_pairs_up_to", self.all_pairs_up_to, 1, 1024)
+        if self.split_buckets_over is not None:
+            # A bucket spread over tasks is never gathered, so it must be a star.
+            _within("lsh.split_buckets_over", self.split_buckets_over, self.all_pairs_up_to, 2**40)
 
 
 @dataclasses.dataclass(frozen=True)
 class VerifyConfig:
     method: str = "exact"
     threshold: float | None = None
+    split_stars_over: int | None = None  # None: a task's share of the candidates' ends
 
     def __post_init__(self) -> None:
         _choice("verify.method", self.method, VERIFY_METHODS)
         t = self.threshold
         if t is not None and (not 0.0 < t <= 1.0 or math.isnan(t)):
             raise UsageError(f"config key verify.threshold must be in (0, 1], not {t}")
+        if self.split_stars_over is not None:
+            _within("verify.split_stars_over", self.split_stars_over, 1, 2**40)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -90,6 +90,7 @@ from neardup.stages.read import (
 from neardup.stages.report import gather
 from neardup.stages.sample import Sample, draw_sample
 from neardup.stages.sign import sign_documents, sign_params
+from neardup.stages.skew import split_threshold
 from neardup.stages.survivors import assign_members, choose_survivors, cluster_sizes, clustered_figures
 from neardup.stages.verify import endpoint_texts, verify_pairs
 from neardup.stages.warmup import warm_up
@@ -241,7 +242,7 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str, against:
         signed = r.stage("sign", count(inp.rows - inp.malformed_rows, "documents"), _sign, inp)
         exact = r.stage("exact", count(signed.signed, "signed"), _exact, signed)
         reps = count(signed.signed - exact.copies, "representatives")
-        candidates = r.stage("candidates", reps, _candidates, inp, exact)
+        candidates = r.stage("candidates", reps, _candidates, inp, signed, exact)
         if index is not None:
             indexed = count(index.manifest.documents, "indexed")
             n_reps = signed.signed - exact.copies
@@ -447,10 +448,13 @@ class _Edges:
     texts: DataFrame | None = None
 
 
-def _candidates(r: RunContext, inp: ReadResult, exact: _Exact) -> tuple[_Edges, Counts]:
+def _candidates(r: RunContext, inp: ReadResult, signed: _Signed, exact: _Exact) -> tuple[_Edges, Counts]:
     cap = r.cfg.lsh.all_pairs_up_to
+    # The window moves a row per representative and band.
+    rows = (signed.signed - exact.copies) * r.cfg.bands
+    over = split_threshold(r.spark, r.cfg.lsh.split_buckets_over, rows, floor=cap)
     candidates = r.work.materialize(
-        "candidates", inp.fps.candidates, lambda: candidate_edges(exact.reps, cap)
+        "candidates", inp.fps.candidates, lambda: candidate_edges(exact.reps, cap, over)
     )
     n = candidates.count()
     return _Edges(candidates, n), {"candidate_pairs": n}
@@ -505,6 +509,7 @@ def _verify(r: RunContext, inp: ReadResult, signed: _Signed, candidates: _Edges)
     docs, sigs = _sources(r, inp, signed)
     # The group memberships and the ends: at most two per candidate.
     small = broadcastable(2 * n)
+    split = split_threshold(r.spark, r.cfg.verify.split_stars_over, 2 * n)
     texts = None
     if r.cfg.verify.method == "exact":
         # Kept (lazily: a resumed verify leaves it to the guard to compute, if it scores).
@@ -520,6 +525,7 @@ def _verify(r: RunContext, inp: ReadResult, signed: _Signed, candidates: _Edges)
             r.cfg.verify.method,
             r.cfg.verify_threshold,
             broadcast_ends=small,
+            split_over=split,
         ),
     )
     n = edges.count()
@@ -599,6 +605,9 @@ def _guard(
     and the exact groups, so the members are not read here (they join once, in write)."""
     cfg = r.cfg
     small = broadcastable(2 * edges.rows)
+    # A round scores at most one pair per clustered representative: a bound, which the
+    # scoring's sample lowers to the pairs there are.
+    split_stars = split_threshold(r.spark, cfg.verify.split_stars_over, 2 * edges.rows)
     started = time.time()
     stats: GuardStats | None = None
     prefer = r.against is not None
@@ -612,8 +621,11 @@ def _guard(
         texts = edges.texts if edges.texts is not None else docs
 
         def score(pairs: DataFrame) -> DataFrame:
-            # Every pair, whatever its score: threshold 0.
-            return verify_pairs(pairs, sigs, texts, inp.params, cfg.verify.method, 0.0, small)
+            # Every pair, whatever its score: threshold 0. The pairs are kept: the sample
+            # that looks for large stars and the scoring both read them.
+            return verify_pairs(
+                r.keep(pairs), sigs, texts, inp.params, cfg.verify.method, 0.0, small, split_stars
+            )
 
         def regroup(own_edges: DataFrame) -> DataFrame:
             found, _ = connected_components(

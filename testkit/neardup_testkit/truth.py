@@ -22,6 +22,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -35,6 +36,7 @@ NGRAM = 5
 # Documents per ground-truth chunk: bounds memory at a few GB for 1M-document corpora
 # (only clustered documents are shingled, ~30 % of the corpus).
 _CHUNK_DOCS = 40_000
+_WHOLE_CLUSTER_LIMIT = 1000  # the cross-cluster check takes whole planted clusters up to this size
 
 
 # --------------------------------------------------------------------------- corpus cache
@@ -277,19 +279,127 @@ def ground_truth(table: pa.Table, threshold: float, sample: int, seed: int = 7) 
     ea = np.concatenate(ca) if ca else np.zeros(0, np.int64)
     eb = np.concatenate(cb) if cb else np.zeros(0, np.int64)
     labels = components(n, ea, eb)
-    sizes = np.bincount(labels, minlength=n)
+    return Truth(labels=labels, similar_pairs=len(ea), **_figures(table, labels, threshold, sample, seed))
+
+
+def _figures(table: pa.Table, labels: np.ndarray, threshold: float, sample: int, seed: int) -> dict[str, Any]:
+    """The pair and component counts of a truth's labels, and the cross-cluster check's."""
+    sizes = np.bincount(np.unique(labels, return_inverse=True)[1]) if len(labels) else np.zeros(0, np.int64)
     check = check_no_cross_cluster(table, threshold=min(threshold, 0.5), sample=sample, seed=seed)
-    return Truth(
+    return {
+        "true_pairs": _comb2(sizes),
+        "duplicate_clusters": int((sizes >= 2).sum()),
+        "largest": int(sizes.max()) if len(labels) else 0,
+        "sample_docs": check[0],
+        "sample_within_pairs": check[1],
+        "sample_cross_pairs": check[2],
+        "sample_max_cross_jaccard": check[3],
+    }
+
+
+@dataclass(frozen=True)
+class SkewTruth:
+    """Exact truth for a skewed corpus (`neardup_testkit.skew`): the base rows' own truth,
+    and each skew group (the notice's copies, each planted cluster) one component."""
+
+    labels: np.ndarray  # int64 per row: a row of its true component (the same for all of it)
+    base: Truth  # the base rows' truth, its labels over the base rows alone
+    groups: int  # skew groups
+    skew_docs: int
+    min_jaccard_to_base: float  # the smallest exact Jaccard of a skew copy to its group's base
+    true_pairs: int
+    duplicate_clusters: int
+    largest: int
+    sample_docs: int  # the cross-cluster check on the whole table, as in `Truth`
+    sample_within_pairs: int
+    sample_cross_pairs: int
+    sample_max_cross_jaccard: float
+
+
+def skewed_truth(
+    table: pa.Table, threshold: float, sample: int, base: Truth | None = None, seed: int = 7
+) -> SkewTruth:
+    """Exact truth for the base corpus plus skew documents (rows with `cluster` >=
+    `skew.CLUSTER_OFFSET`, in any row order).
+
+    The base rows get `ground_truth` (or `base`, computed on them alone in the same order).
+    A skew group is one true component because every copy's exact Jaccard to its group's
+    base (the row with a null `target_jaccard`), measured here for every copy, is at least
+    the threshold: a star through the base, which is in the corpus, joins them all. No pair
+    of a 100,000-document group is needed beyond those. If a copy fell below the threshold
+    the premise would fail and this raises. Groups join nothing else because only
+    documents of one planted group are similar, which the cross-cluster check tests on a
+    sample of the whole table.
+    """
+    from neardup_testkit.skew import CLUSTER_OFFSET
+
+    # More than 2 GiB of text (a 1M-document base and its skew) overflows the int32 offsets
+    # that taking rows out of several chunks would concatenate into.
+    text = table.schema.get_field_index("text")
+    table = table.set_column(text, "text", table.column(text).cast(pa.large_string()))
+    n = table.num_rows
+    cluster = table.column("cluster").to_numpy()
+    skew_rows = np.flatnonzero(cluster >= CLUSTER_OFFSET)
+    base_rows = np.flatnonzero(cluster < CLUSTER_OFFSET)
+    if base is None:
+        base = ground_truth(table.take(pa.array(base_rows)), threshold, sample=0)
+    if len(base.labels) != len(base_rows):
+        raise ValueError(f"base truth of {len(base.labels)} rows for {len(base_rows)} base rows")
+    labels = np.empty(n, np.int64)
+    labels[base_rows] = base_rows[base.labels]
+    group = cluster[skew_rows]
+    is_head = table.column("target_jaccard").is_null().to_numpy(zero_copy_only=False)[skew_rows]
+    heads, head_of = _group_heads(group, is_head)
+    labels[skew_rows] = skew_rows[heads[head_of]]
+    worst = _min_jaccard_to_head(table.column("text"), skew_rows, head_of, heads)
+    if worst < threshold:
+        raise ValueError(f"a skew copy has Jaccard {worst:.4f} < {threshold} to its base: no star")
+    return SkewTruth(
         labels=labels,
-        similar_pairs=len(ea),
-        true_pairs=_comb2(sizes),
-        duplicate_clusters=int((sizes >= 2).sum()),
-        largest=int(sizes.max()) if n else 0,
-        sample_docs=check[0],
-        sample_within_pairs=check[1],
-        sample_cross_pairs=check[2],
-        sample_max_cross_jaccard=check[3],
+        base=base,
+        groups=len(heads),
+        skew_docs=len(skew_rows),
+        min_jaccard_to_base=worst,
+        **_figures(table, labels, threshold, sample, seed),
     )
+
+
+def _group_heads(group: np.ndarray, is_head: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(position of each group's head, each row's group index); exactly one head a group."""
+    keys, head_of = np.unique(group, return_inverse=True)
+    heads = np.full(len(keys), -1, np.int64)
+    where = np.flatnonzero(is_head)
+    if len(np.unique(head_of[where])) != len(where) or len(where) != len(keys):
+        raise ValueError("every skew group needs exactly one base (a null target_jaccard)")
+    heads[head_of[where]] = where
+    return heads, head_of
+
+
+def _min_jaccard_to_head(
+    texts: pa.ChunkedArray, rows: np.ndarray, head_of: np.ndarray, heads: np.ndarray
+) -> float:
+    """The smallest exact word-5-gram Jaccard of a row to its group's head, in chunks of
+    rows (each with the heads of its groups): a shingle is shared with the head when the
+    run of equal (group, shingle) holds the head's row."""
+    worst = 1.0
+    for start in range(0, len(rows), _CHUNK_DOCS):
+        part = np.arange(start, min(start + _CHUNK_DOCS, len(rows)))
+        local = np.union1d(part, heads[np.unique(head_of[part])])  # positions in `rows`
+        doc, k1, k2 = shingle_rows(normalized_words(texts.take(pa.array(rows[local]))))
+        grp = head_of[local]
+        is_head = heads[grp] == local
+        order = group_order(grp[doc], k1, k2)
+        d, g, a, b = doc[order], grp[doc][order], k1[order], k2[order]
+        run = np.cumsum(np.r_[True, (g[1:] != g[:-1]) | (a[1:] != a[:-1]) | (b[1:] != b[:-1])]) - 1
+        with_head = np.bincount(run, weights=is_head[d]) > 0
+        shared = np.bincount(d, weights=with_head[run], minlength=len(local))
+        size = np.bincount(doc, minlength=len(local))
+        head_pos = np.searchsorted(local, heads[grp])  # each row's head, as a local row
+        head_size = size[head_pos]
+        jaccard = shared / (size + head_size - shared)
+        if (~is_head).any():
+            worst = min(worst, float(jaccard[~is_head].min()))
+    return worst
 
 
 def check_no_cross_cluster(
@@ -309,7 +419,10 @@ def check_no_cross_cluster(
     rng = np.random.default_rng(seed)
     cluster = table.column("cluster").to_numpy()
     picked = rng.choice(n, size=min(n, sample - sample // 10), replace=False)
-    planted = np.unique(cluster[cluster >= 0])
+    planted, members = np.unique(cluster[cluster >= 0], return_counts=True)
+    # Whole clusters of at most this many (a skewed corpus's 100,000 copies would be
+    # all pairs of the check; its random rows still hold some of them).
+    planted = planted[members <= _WHOLE_CLUSTER_LIMIT]
     if len(planted):
         chosen = rng.choice(planted, size=min(len(planted), max(1, sample // 40)), replace=False)
         picked = np.union1d(picked, np.flatnonzero(np.isin(cluster, chosen)))

@@ -234,6 +234,42 @@ def test_score_groups_carries_open_groups_across_batches(sizes: list[int]) -> No
     assert all(got[e] == pytest.approx(want[e], abs=1e-12) for e in got)
 
 
+def _in_parts(table: pa.Table, rng: random.Random, tasks: int) -> list[pa.Table]:
+    """The groups' rows as the stage spreads a large star: each group cut in 1 to 4 parts,
+    every member in one part and the source's row in each; each part sent to one of `tasks`
+    tasks, whose rows are sorted by (group, id), so parts meeting in a task make one group
+    whose source row repeats."""
+    rows = table.to_pylist()
+    parts_of = {g: rng.randint(1, 4) for g in {r[C.GROUP] for r in rows}}
+    task_of = {(g, k): rng.randrange(tasks) for g, n in parts_of.items() for k in range(n)}
+    out: list[list[dict[str, Any]]] = [[] for _ in range(tasks)]
+    for r in rows:
+        g, d = r[C.GROUP], r[C.DOC_ID]
+        for k in range(parts_of[g]) if d == g else [rng.randrange(parts_of[g])]:
+            out[task_of[(g, k)]].append(r)
+    return [
+        pa.Table.from_pylist(sorted(t, key=lambda r: (r[C.GROUP], r[C.DOC_ID])), table.schema) for t in out
+    ]
+
+
+@pytest.mark.parametrize("tasks", [1, 3])
+@pytest.mark.parametrize("sizes", [[1], [2, 1, 4], [5], [100_000]])
+def test_score_groups_scores_a_group_in_parts(sizes: list[int], tasks: int) -> None:
+    table, want = _groups(random.Random(12))
+    parted = _in_parts(table, random.Random(len(sizes)), tasks)
+    assert sum(t.num_rows for t in parted) > table.num_rows  # sources repeated: parts there are
+    threshold = 0.5
+    got: dict[tuple[str, str], float] = {}
+    for rows in parted:
+        for batch in score_groups(cut(rows, sizes), PARAMS, threshold):
+            columns = (batch.column(c).to_pylist() for c in (C.SRC, C.DST, C.SIMILARITY))
+            for a, b, sim in zip(*columns, strict=True):
+                assert (a, b) not in got  # each edge from one part only
+                got[(a, b)] = sim
+    assert got.keys() == {e for e, j in want.items() if j >= threshold}
+    assert all(got[e] == pytest.approx(want[e], abs=1e-12) for e in got)
+
+
 def test_score_groups_refuses_unsorted_rows() -> None:
     table, _ = _groups(random.Random(3))
     shuffled = table.take(pa.array(np.random.default_rng(0).permutation(table.num_rows)))

@@ -89,6 +89,12 @@ def test_layers_apply_in_order(tmp_path: Path) -> None:
         (["memory.batch_size=1k"], "memory.batch_size must be in 64k..1g"),
         (["normalize.lowercase=maybe"], "must be true or false"),
         (["lsh.threshold=high"], "must be a number"),
+        # A bucket spread over tasks is never gathered: it must be a star (> all_pairs_up_to).
+        (["lsh.split_buckets_over=31"], "lsh.split_buckets_over must be in 32..1099511627776"),
+        (["lsh.all_pairs_up_to=4", "lsh.split_buckets_over=3"], "lsh.split_buckets_over must be in 4.."),
+        (["lsh.split_buckets_over=1.5"], "must be an integer"),
+        (["verify.split_stars_over=0"], "verify.split_stars_over must be in 1..1099511627776"),
+        (["verify.split_stars_over=many"], "must be an integer"),
     ],
 )
 def test_bad_settings_are_usage_errors(sets: list[str], message: str) -> None:
@@ -222,6 +228,13 @@ def test_derived_bands_fit_and_centre_on_threshold(threshold: float, num_perm: i
     assert abs((1 / b) ** (1 / r) - threshold) < 0.2
 
 
+def test_split_thresholds_default_to_derived_and_take_low_values() -> None:
+    cfg = config.load()
+    assert (cfg.lsh.split_buckets_over, cfg.verify.split_stars_over) == (None, None)
+    cfg = config.load(sets=["lsh.all_pairs_up_to=2", "lsh.split_buckets_over=2", "verify.split_stars_over=1"])
+    assert (cfg.lsh.split_buckets_over, cfg.verify.split_stars_over) == (2, 1)
+
+
 def test_only_one_of_bands_rows_given() -> None:
     cfg = config.load(sets=["lsh.bands=16"])
     assert (cfg.bands, cfg.rows) == (16, 8)
@@ -270,6 +283,8 @@ def test_credentials_are_redacted_in_the_report_view() -> None:
         ("survivor", {"priority": ["a", "a"]}, "survivor.priority lists 'a' more than once"),
         ("survivor", {"priority": "web"}, "survivor.priority must be a list"),
         ("survivor", {"then": "priority"}, "survivor.then must be one of"),
+        ("lsh", {"split_buckets_over": 2}, "lsh.split_buckets_over must be in 32.."),
+        ("verify", {"split_stars_over": -1}, "verify.split_stars_over must be in 1.."),
     ],
 )
 def test_replace_cannot_skip_a_check(section: str, changes: dict[str, object], message: str) -> None:

@@ -6,6 +6,11 @@ one edge source and the destinations of its edges, all larger than the source, s
 source's row comes first. Each text is normalized and shingled once per batch. A group may
 run over many batches (a star of a large bucket): only its head's shingle set is carried
 from one batch to the next, never the group's texts, so memory stays one batch.
+
+A large group may also be spread over tasks in parts (stages/verify.py), each part with its
+own copy of the source's row: each task scores its parts' members against that copy. Parts
+that land in one task sort together as one group whose source row repeats; a repeated
+source row is a head like the first, never a member, so every edge comes out once.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -123,8 +123,9 @@ def connected_components(
        map partition). Converged when every node is a local minimum or has degree 1,
        i.e. the edges form stars centred on their component minima. Edges that are
        already such stars (disjoint buckets linked to their smallest id) take 0 rounds.
-    2. large-star (window by node: one shuffle of both edge directions), small-star
-       (window by node: one shuffle), distinct (one shuffle, combined map-side), then
+    2. large-star and small-star (each node's smallest neighbour: an aggregation by node,
+       combined map-side, joined back to the edges, a broadcast when small), distinct (one
+       shuffle, combined map-side), then
        a checkpoint, which cuts the lineage so plans stay small however many rounds
        run.
 
@@ -298,17 +299,26 @@ def _both_directions(oriented: DataFrame) -> DataFrame:
     )
 
 
+def _with_smallest(edges: DataFrame, node: str, neighbour: str) -> DataFrame:
+    """edges with _MIN: the smallest `neighbour` of each row's `node`.
+
+    An aggregation by node joined back, not a window by node: a hub (the centre of a star
+    of a page copied thousands of times) would put all its edges in one task of a window,
+    whereas the aggregation combines them in every task before its shuffle (a row per node
+    and task), and the join of the small result is a broadcast (adaptive execution sees its
+    size) or, at scale, a sort-merge join whose skewed partitions adaptive execution splits.
+    """
+    smallest = edges.groupBy(node).agg(F.min(neighbour).alias(_MIN))
+    return edges.join(smallest, node)
+
+
 def _large_star(oriented: DataFrame) -> DataFrame:
     """Connect every strictly larger neighbour v of u to m(u) = min(u, neighbours of u).
 
     Output (SRC=v, DST=m(u)) with DST < SRC, possibly with duplicates.
     """
-    # A window, not aggregate + join: one shuffle instead of two. A hub's rows all go to
-    # one task, whose window buffer spills to disk, so a huge star is slow, not fatal.
-    by_node = Window.partitionBy(_U)
     return (
-        _both_directions(oriented)
-        .select(_U, _V, F.min(_V).over(by_node).alias(_MIN))
+        _with_smallest(_both_directions(oriented), _U, _V)
         .where(F.col(_V) > F.col(_U))
         .select(F.col(_V).alias(SRC), F.least(F.col(_MIN), F.col(_U)).alias(DST))
     )
@@ -321,7 +331,6 @@ def _small_star(oriented: DataFrame) -> DataFrame:
     input do not change a minimum, so the large-star output need not be deduplicated
     first (saving one shuffle per round).
     """
-    by_node = Window.partitionBy(SRC)
     # Each input row (u, d) yields (d, m) and (u, m); (u, m) repeats once per row of u's
     # group, which the map-side half of distinct() removes before the shuffle.
     pairs = F.array(
@@ -329,10 +338,7 @@ def _small_star(oriented: DataFrame) -> DataFrame:
         F.struct(F.col(SRC).alias(SRC), F.col(_MIN).alias(DST)),
     )
     return (
-        oriented.select(SRC, DST, F.min(DST).over(by_node).alias(_MIN))
-        .select(F.inline(pairs))
-        .where(F.col(SRC) != F.col(DST))
-        .distinct()
+        _with_smallest(oriented, SRC, DST).select(F.inline(pairs)).where(F.col(SRC) != F.col(DST)).distinct()
     )
 
 

@@ -9,6 +9,7 @@ from the normalized texts; `none`: every candidate is kept (similarity null).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -18,6 +19,10 @@ from pyspark.sql import types as T
 
 from neardup import columns as C
 from neardup.kernels.sign import SignParams
+from neardup.stages import skew
+
+log = logging.getLogger("neardup")
+_PARTS = "_parts"  # how many parts a large star is scored in
 
 
 def _edge_schema(edges: DataFrame) -> T.StructType:
@@ -39,18 +44,64 @@ def endpoint_texts(edges: DataFrame, docs: DataFrame, broadcast: bool) -> DataFr
     return docs.select(C.DOC_ID, C.TEXT).join(F.broadcast(ends) if broadcast else ends, C.DOC_ID)
 
 
-def _routed_to_groups(candidates: DataFrame, docs: DataFrame, broadcast: bool) -> DataFrame:
-    """(_src, _id, _text): each candidate endpoint's text sent to every group (edges of one
-    src) it is in, clustered by src and sorted by (_src, _id), so src comes first."""
+def _routed_to_groups(
+    candidates: DataFrame, docs: DataFrame, broadcast: bool, split_over: skew.Threshold | None
+) -> DataFrame:
+    """(_group, _id, _text): each candidate endpoint's text sent to every group (edges of one
+    src) it is in, clustered by src and sorted by (_src, _id), so src comes first.
+
+    A group is one part unless it has more than `split_over` edges (found from a sample,
+    stages/skew.py; None: never split): then its destinations are spread over parts by a
+    hash of their id, and the source's text goes to every part, so a star's edges are scored
+    in several tasks, each normalizing and shingling the centre once.
+    """
     members = (
         candidates.select(F.col(C.SRC).alias(C.GROUP), F.col(C.SRC).alias(C.DOC_ID))
         .union(candidates.select(F.col(C.SRC).alias(C.GROUP), F.col(C.DST).alias(C.DOC_ID)))
         .distinct()
     )
+    parts = None if split_over is None else _star_parts(candidates, split_over)
+    keys = [C.GROUP]
+    if parts is not None:
+        keys.append(C.PART)
+        n = F.coalesce(F.col(_PARTS), F.lit(1))
+        # The source in every part of its group, each destination in one.
+        part = F.when(F.col(C.DOC_ID) == F.col(C.GROUP), F.sequence(F.lit(0), n - 1)).otherwise(
+            F.array(F.pmod(F.xxhash64(C.DOC_ID), n).cast("int"))
+        )
+        members = members.join(F.broadcast(parts), C.GROUP, "left").select(
+            C.GROUP, C.DOC_ID, F.explode(part).alias(C.PART)
+        )
     routed = docs.select(C.DOC_ID, C.TEXT).join(F.broadcast(members) if broadcast else members, C.DOC_ID)
-    return (
-        routed.repartition(C.GROUP).sortWithinPartitions(C.GROUP, C.DOC_ID).select(C.GROUP, C.DOC_ID, C.TEXT)
+    # Parts of one group that share a task sort as one group (kernels/verify.py).
+    return routed.repartition(*keys).sortWithinPartitions(C.GROUP, C.DOC_ID).select(C.GROUP, C.DOC_ID, C.TEXT)
+
+
+def _star_parts(candidates: DataFrame, split: skew.Threshold) -> DataFrame | None:
+    """(_group, _parts) of the sources with an estimated more than the threshold's edges, or
+    None if there are none: one job over a sample of the candidates (by their destination),
+    sampled for the threshold of their bound; a derived threshold is then taken for the rows
+    the sample estimates (two per candidate). Any estimate will do: a group in any number of
+    parts gives the same edges."""
+    rate = skew.sample_rate(skew.threshold(split))
+    sampled = candidates.filter(skew.in_sample(C.DST, rate))
+    # A configured threshold needs no estimate of the rows.
+    found, pairs = skew.frequent(sampled, C.SRC, rate, skew.least(split), total=not isinstance(split, int))
+    over = skew.threshold(split, 2 * pairs)
+    found = [(k, n) for k, n in found if n > over]
+    if not found:
+        return None
+    log.info(
+        "verify: %d stars of more than %d edges (the largest about %d) spread over tasks",
+        len(found),
+        over,
+        found[0][1],
     )
+    src = next(f for f in candidates.schema.fields if f.name == C.SRC)
+    schema = T.StructType(
+        [T.StructField(C.GROUP, src.dataType, False), T.StructField(_PARTS, T.IntegerType(), False)]
+    )
+    return candidates.sparkSession.createDataFrame([(k, skew.pieces(n, over)) for k, n in found], schema)
 
 
 def verify_pairs(
@@ -61,6 +112,7 @@ def verify_pairs(
     method: str,
     threshold: float,
     broadcast_ends: bool = True,
+    split_over: skew.Threshold | None = None,
 ) -> DataFrame:
     """(src, dst) -> (src, dst, similarity: double) for pairs scoring >= threshold.
 
@@ -72,12 +124,13 @@ def verify_pairs(
     normalized and shingled once per group rather than once per edge. (Joining the texts
     as src and then as dst shuffled them three times over and took 18 s against 13 s on
     1M documents.) With `broadcast_ends` the group memberships are broadcast, so the texts
-    of all other documents are dropped where they are read.
+    of all other documents are dropped where they are read. A group of more than
+    `split_over` edges is scored in parts (`_routed_to_groups`).
     """
     if method == "none":
         return candidates.select(C.SRC, C.DST, F.lit(None).cast("double").alias(C.SIMILARITY))
     if method == "exact":
-        routed = _routed_to_groups(candidates, docs, broadcast_ends)
+        routed = _routed_to_groups(candidates, docs, broadcast_ends, split_over)
 
         def score(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from neardup.kernels.verify import score_groups

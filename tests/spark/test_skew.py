@@ -1,0 +1,253 @@
+"""Large buckets and stars spread over tasks (stages/skew.py, lsh.py, verify.py): the same
+candidates, edges and clusters as when each stays in one task, against plain-Python buckets,
+brute-force Jaccard and the skewed corpus's exact truth, whatever the partitioning."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import logging
+import random
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from neardup import columns as C
+from neardup import config
+from neardup.pipeline import run
+from neardup.stages import lsh, skew, verify
+from neardup.stages.sign import sign_params
+from neardup_testkit import reference
+from neardup_testkit.skew import CLUSTER_OFFSET, SkewSpec, iter_skew_batches, skewed_batches
+from neardup_testkit.synth import CorpusSpec
+from neardup_testkit.truth import skewed_truth
+
+NEVER = 2**40  # a threshold no bucket or star reaches: the one-task path
+
+
+def _buckets(bands: dict[Any, list[int]]) -> dict[int, list[Any]]:
+    out: dict[int, list[Any]] = defaultdict(list)
+    for doc, keys in bands.items():
+        for key in keys:
+            out[key].append(doc)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def _expected_edges(buckets: dict[int, list[Any]], cap: int) -> set[tuple[Any, Any]]:
+    edges: set[tuple[Any, Any]] = set()
+    for members in buckets.values():
+        if len(members) <= cap:
+            edges.update(itertools.combinations(members, 2))
+        else:
+            edges.update((members[0], m) for m in members[1:])
+    return edges
+
+
+def _band_keys(docs: int, ids: str) -> dict[Any, list[int]]:
+    """Sparse ids; band 0: keys shared by chance, band 1: a bucket of half the documents and
+    one of a fifth, band 2: all distinct, band 3: one bucket of every document."""
+    rng = random.Random(5)
+    return {
+        (1000 + 7 * d if ids == "bigint" else f"doc-{7 * d:05d}"): [
+            rng.randrange(300),
+            1 if d % 2 else (2 if d % 5 == 0 else 10_000 + d),
+            20_000 + d,
+            3,
+        ]
+        for d in range(docs)
+    }
+
+
+@pytest.mark.parametrize(
+    ("cap", "over", "partitions", "ids"),
+    [(32, 40, 1, "bigint"), (3, 3, 7, "string"), (1, 90, 200, "bigint")],
+)
+def test_spread_buckets_give_the_same_candidates(
+    spark: Any, cap: int, over: int, partitions: int, ids: str
+) -> None:
+    bands = _band_keys(500, ids)
+    buckets = _buckets(bands)
+    signed = spark.createDataFrame(list(bands.items()), f"_id {ids}, _bands array<bigint>").repartition(3)
+    want = _expected_edges(buckets, cap)
+    # The large buckets, sizes and minima exactly, with their pieces.
+    field = signed.schema[C.DOC_ID]
+    large = lsh._large_buckets(signed, over, field)
+    assert large is not None
+    assert sorted(tuple(r) for r in large.collect()) == sorted(
+        (k, len(m), m[0], skew.pieces(len(m), over)) for k, m in buckets.items() if len(m) > over
+    )
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    try:
+        spread = [(r[C.SRC], r[C.DST]) for r in lsh.candidate_edges(signed, cap, over).collect()]
+        whole = [(r[C.SRC], r[C.DST]) for r in lsh.candidate_edges(signed, cap, NEVER).collect()]
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "4")
+    assert len(spread) == len(set(spread))
+    assert set(spread) == set(whole) == want
+
+
+def test_no_large_bucket_leaves_the_plan_alone(spark: Any) -> None:
+    bands = {d: [d, 10_000 + d // 2] for d in range(200)}  # buckets of one and two documents
+    signed = spark.createDataFrame(list(bands.items()), "_id bigint, _bands array<bigint>")
+    assert lsh._large_buckets(signed, 32, signed.schema[C.DOC_ID]) is None
+    got = {(r[C.SRC], r[C.DST]) for r in lsh.candidate_edges(signed, 32, 32).collect()}
+    assert got == _expected_edges(_buckets(bands), 32)
+
+
+def _texts() -> dict[str, str]:
+    """60 near copies of a page (p00-p59: the skew generator's notice) and a cluster of 20
+    near copies of another document (u00-u19)."""
+    rows = pa.Table.from_batches(list(iter_skew_batches(SkewSpec(copies=60, clusters=1, cluster_size=20))))
+    page = [r["text"] for r in rows.to_pylist() if r["cluster"] == CLUSTER_OFFSET]
+    other = [r["text"] for r in rows.to_pylist() if r["cluster"] != CLUSTER_OFFSET]
+    return {**{f"p{i:02d}": t for i, t in enumerate(page)}, **{f"u{i:02d}": t for i, t in enumerate(other)}}
+
+
+@pytest.mark.parametrize(
+    ("batch_rows", "broadcast", "partitions"), [(3, True, 7), (1, False, 1), (10_000, True, 200)]
+)
+def test_spread_stars_give_the_same_edges(
+    spark: Any, batch_rows: int, broadcast: bool, partitions: int
+) -> None:
+    rng = random.Random(batch_rows)
+    texts = _texts()
+    ids = sorted(texts)
+    # A star of every copy around p00, smaller stars, and pairs among the unrelated ones.
+    candidates = {("p00", i) for i in ids[1:60]} | {("p10", f"p{c}") for c in range(11, 30)}
+    candidates |= {tuple(sorted(rng.sample(ids, 2))) for _ in range(60)}  # type: ignore[misc]
+    cfg = config.load()
+    t = cfg.verify_threshold
+    sets = {i: reference.shingles(s) for i, s in texts.items()}
+    want = {(a, b): reference.jaccard(sets[a], sets[b]) for a, b in candidates}
+    assert 0 < sum(j >= t for j in want.values()) < len(want)
+    docs = spark.createDataFrame(
+        [(i, s, None) for i, s in texts.items()], "_id string, _text string, _rank long"
+    ).repartition(3)
+    cand = spark.createDataFrame(sorted(candidates), "src string, dst string").repartition(2)
+    parts = verify._star_parts(cand, 5)
+    assert parts is not None
+    # Every group of more than 5 edges, with its parts (the sample is every row below 32).
+    sizes = defaultdict(int)
+    for a, _ in candidates:
+        sizes[a] += 1
+    assert sorted(tuple(r) for r in parts.collect()) == sorted(
+        (a, skew.pieces(n, 5)) for a, n in sizes.items() if n > 5
+    )
+    # Derived from a bound of 16 rows a task (every row sampled): the threshold is a task's
+    # share of the rows the sample counts, two per candidate.
+    derived = verify._star_parts(cand, skew.TaskShare(rows=16 * 25, partitions=16, least=5))
+    over = max(5, -(-2 * len(candidates) // 16))
+    assert derived is not None and over < 25
+    assert sorted(tuple(r) for r in derived.collect()) == sorted(
+        (a, skew.pieces(n, over)) for a, n in sizes.items() if n > over
+    )
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    before = spark.conf.get(key)
+    spark.conf.set(key, str(batch_rows))  # parts straddle Arrow batches
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    try:
+        got = {}
+        for over in (5, NEVER):
+            rows = verify.verify_pairs(
+                cand, docs, docs, sign_params(cfg), "exact", t, broadcast_ends=broadcast, split_over=over
+            ).collect()
+            got[over] = {(r[C.SRC], r[C.DST]): r[C.SIMILARITY] for r in rows}
+            assert len(got[over]) == len(rows)
+    finally:
+        spark.conf.set(key, before)
+        spark.conf.set("spark.sql.shuffle.partitions", "4")
+    assert got[5] == got[NEVER]
+    assert set(got[5]) == {p for p, j in want.items() if j >= t}
+    for p, j in got[5].items():
+        assert j == pytest.approx(want[p], abs=1e-12)
+
+
+def test_split_threshold_is_a_tasks_share_unless_configured(spark: Any) -> None:
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    assert skew.split_threshold(spark, 7, 10**9) == 7 == skew.threshold(7, 10) == skew.least(7)
+    derived = skew.split_threshold(spark, None, 10**9)
+    assert derived is not None
+    assert skew.threshold(derived) == -(-(10**9) // partitions)
+    assert skew.threshold(derived, 10**6) == -(-(10**6) // partitions)  # an estimate below the bound
+    assert skew.threshold(derived, 10**10) == skew.threshold(derived)  # never above it
+    assert skew.threshold(derived, 10) == skew.least(derived) == skew.MIN_DERIVED
+    floored = skew.split_threshold(spark, None, 10**6, floor=10**6)
+    assert floored is not None and skew.threshold(floored) == 10**6
+    assert skew.split_threshold(spark, None, skew.MIN_SPREAD_ROWS - 1) is None  # a small shuffle
+    assert skew.sample_rate(8) == 1.0 and skew.sample_rate(3200) == 0.01
+    assert [skew.pieces(n, 100) for n in (1, 25, 26, 100, 101, 10**6)] == [1, 1, 2, 4, 5, 40_000]
+    assert skew.pieces(10**9, 1) == skew.MAX_PIECES
+
+
+# --- the whole job on a skewed corpus ------------------------------------------------------
+
+BASE = CorpusSpec(num_docs=600, seed=2, mean_chars=500)
+SPEC = SkewSpec(copies=400, clusters=3, cluster_size=40, seed=3)
+SPREAD = ["lsh.split_buckets_over=33", "verify.split_stars_over=8"]
+WHOLE = [f"lsh.split_buckets_over={NEVER}", f"verify.split_stars_over={NEVER}"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    table = pa.Table.from_batches(list(skewed_batches(BASE, SPEC)))
+    root = tmp_path_factory.mktemp("skewed")
+    (root / "in").mkdir()
+    step = -(-table.num_rows // 3)
+    for i in range(3):
+        pq.write_table(table.slice(i * step, step), root / "in" / f"part-{i}.parquet")
+    (root / "reversed").mkdir()
+    pq.write_table(table.take(pa.array(range(table.num_rows - 1, -1, -1))), root / "reversed" / "all.parquet")
+    return {"table": table, "root": root, "truth": skewed_truth(table, 0.8, sample=0)}
+
+
+def _run(
+    spark: Any, inp: Path, out: Path, sets: list[str], partitions: int
+) -> tuple[bytes, list[dict[str, Any]]]:
+    cfg = config.load(sets=["output.overwrite=true", "report.html=false", *sets])
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    try:
+        run(spark, cfg, str(inp), str(out))
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "4")
+    clusters = pq.read_table(out / "clusters")
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, clusters.schema) as w:
+        w.write_table(clusters.combine_chunks())
+    return sink.getvalue(), clusters.to_pylist()
+
+
+def test_a_skewed_corpus_clusters_the_same_spread_or_not(
+    spark: Any, corpus: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    root = corpus["root"]
+    with caplog.at_level(logging.INFO, logger="neardup"):
+        spread, rows = _run(spark, root / "in", root / "spread", SPREAD, 4)
+    said = caplog.text
+    assert "buckets of more than 33 documents" in said and "stars of more than 8 edges" in said
+    whole, _ = _run(spark, root / "in", root / "whole", WHOLE, 4)
+    other, _ = _run(spark, root / "reversed", root / "spread-7", SPREAD, 7)
+    assert spread == whole == other  # byte for byte, sorted by id
+
+    # Against the exact truth: each skew group one cluster, the base rows as brute force has
+    # them, and every removed document's similarity its exact Jaccard to its kept one.
+    table, truth = corpus["table"], corpus["truth"]
+    ids = table.column("id").to_pylist()
+    label = dict(zip(ids, truth.labels.tolist(), strict=True))
+    got = defaultdict(set)
+    want = defaultdict(set)
+    for r in rows:
+        got[r["cluster_id"]].add(r["id"])
+        want[label[r["id"]]].add(r["id"])
+    assert sorted(map(sorted, got.values())) == sorted(map(sorted, want.values()))
+    assert max(len(g) for g in got.values()) == SPEC.copies
+    texts = dict(zip(ids, table.column("text").to_pylist(), strict=True))
+    for r in rows:
+        if r["status"] == "near_duplicate":
+            exact = reference.jaccard(
+                reference.shingles(texts[r["id"]]), reference.shingles(texts[r["cluster_id"]])
+            )
+            assert r["similarity"] == pytest.approx(exact, abs=1e-12)
