@@ -3,6 +3,9 @@ out by hand: exact groups, survivors, the over-merge guard, and the job's own ou
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
+import math
 import random
 from collections import Counter
 from typing import Any
@@ -382,3 +385,57 @@ def test_check_outputs_with_an_index(spark: Any, row: tuple[Any, ...], message: 
     )
     with pytest.raises(InvariantError, match=message):
         check_outputs(6, broken, kept_rows, rejected, index_ids=index_ids)
+
+
+def _policy_cmp(descending: bool) -> Any:
+    """Python's order of one survivor key as the policy means it: nulls last; NaN the
+    largest value; -0.0 equal to 0.0; `descending` reverses the values, not the nulls."""
+
+    def cmp(a: Any, b: Any) -> int:
+        if a is None or b is None:
+            return (a is None) - (b is None)
+        a_nan, b_nan = isinstance(a, float) and math.isnan(a), isinstance(b, float) and math.isnan(b)
+        c = a_nan - b_nan if a_nan or b_nan else (a > b) - (a < b)
+        return -c if descending else c
+
+    return cmp
+
+
+_RANK_VALUES: dict[str, list[Any]] = {
+    "double": [None, float("nan"), -0.0, 0.0, float("inf"), float("-inf"), 1.5, -2.25, 1.5],
+    "bigint": [None, -(2**63), 2**63 - 1, 0, -1, 7, 7],
+    "timestamp": [None, dt.datetime(1969, 12, 31, 23, 59, 59, 999999), dt.datetime(2026, 1, 2, 3, 4, 5, 6)],
+    "date": [None, dt.date(1900, 1, 1), dt.date(2026, 12, 1), dt.date(1970, 1, 1)],
+    "boolean": [None, True, False],
+    "string": [None, "", "a", "b", "ab"],
+}
+
+
+@pytest.mark.parametrize("policy", ["earliest", "quality"])
+@pytest.mark.parametrize("rank_type", list(_RANK_VALUES))
+def test_choose_survivors_is_the_policys_sort_for_every_column_type(
+    spark: Any, policy: str, rank_type: str
+) -> None:
+    """choose_survivors' aggregation (the smallest struct per component; a descending
+    string falls back to the window) against a Python sort of each component by the policy:
+    nulls last, NaN largest, extremes of the type, ties broken by the smallest id."""
+    rng = random.Random(f"{policy}-{rank_type}")
+    values = _RANK_VALUES[rank_type]
+    ids = rng.sample(range(1, 10_000), 120)
+    nodes = [(i, rng.randrange(1, 50), rng.choice(values)) for i in ids]
+    component_of = {i: rng.choice(ids[:12]) for i in ids}  # about 12 components, some large
+    comps = [(i, min(j for j in ids if component_of[j] == component_of[i])) for i in ids]
+    reps = spark.createDataFrame(
+        nodes, f"{C.DOC_ID} bigint, {C.LENGTH} int, {C.RANK} {rank_type}"
+    ).repartition(5)
+    components = spark.createDataFrame(comps, f"{C.DOC_ID} bigint, {C.COMPONENT} bigint").repartition(3)
+    cfg = config.load(sets=[f"survivor.policy={policy}", "survivor.column=r"])
+    by_rank = functools.cmp_to_key(_policy_cmp(descending=policy == "quality"))
+    rank_of = {i: r for i, _, r in nodes}
+    want_kept: dict[int, int] = {}
+    for comp in {c for _, c in comps}:
+        members = sorted((i for i, c in comps if c == comp), key=lambda i: (by_rank(rank_of[i]), i))
+        want_kept.update({i: members[0] for i in members})
+    want = spark.createDataFrame(sorted(want_kept.items()), f"{C.DOC_ID} bigint, {C.KEPT_ID} bigint")
+    for small in (True, False):
+        assert_frames_equal(choose_survivors(reps, components, cfg, small), want)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from neardup import columns as C
 from neardup.config import Config
@@ -21,6 +22,8 @@ from neardup.kernels.policy import survivor_order
 _EXACT = "_is_exact"
 _SIZE = "_size"
 _REP_SIM = "_rep_similarity"
+_BEST = "_best"  # choose_survivors: the smallest struct of a component
+_BEST_ID = "_best_id"  # its last field: the node's id
 
 
 def survivor_columns(cfg: Config, prefer_index: bool = False) -> list[Column]:
@@ -52,11 +55,59 @@ def choose_survivors(
 ) -> DataFrame:
     """reps (_id, _len, _rank[, _priority][, _from_index]): exact-group representatives;
     components (_id, _component) -> (_id, _kept_id) for each component node: the best node
-    of its component by the survivor policy. `small`: broadcast the components (never
-    shuffle the reps). `prefer_index`: indexed documents (`_from_index` true) first."""
+    of its component by the survivor policy. `small`: broadcast the components and the
+    choices (never shuffle the reps). `prefer_index`: indexed documents (`_from_index` true)
+    first.
+
+    The choice is an aggregation: the smallest of one struct per node whose fields order as
+    the policy does (`_ascending`), combined in each task before the shuffle, so a cluster
+    of millions of documents never meets in one task (a window by component gathered it
+    whole). Where a key has no such field (a descending string survivor.column), the window.
+    """
     side = F.broadcast(components) if small else components
-    cluster = Window.partitionBy(C.COMPONENT).orderBy(*survivor_columns(cfg, prefer_index))
-    return reps.join(side, C.DOC_ID).select(C.DOC_ID, F.first(C.DOC_ID).over(cluster).alias(C.KEPT_ID))
+    nodes = reps.join(side, C.DOC_ID)
+    types = {f.name: f.dataType for f in nodes.schema.fields}
+    fields: list[Column] = []
+    policy = cfg.survivor
+    for key in survivor_order(policy.policy, bool(policy.column), policy.then, prefer_index):
+        ascending = _ascending(F.col(key.column), types[key.column], key.descending)
+        if ascending is None:
+            cluster = Window.partitionBy(C.COMPONENT).orderBy(*survivor_columns(cfg, prefer_index))
+            return nodes.select(C.DOC_ID, F.first(C.DOC_ID).over(cluster).alias(C.KEPT_ID))
+        fields += ascending
+    keyed = [c.alias(f"_k{i}") for i, c in enumerate(fields)]
+    best = F.min(F.struct(*keyed, F.col(C.DOC_ID).alias(_BEST_ID)))
+    chosen = (
+        nodes.groupBy(C.COMPONENT)
+        .agg(best.alias(_BEST))
+        .select(C.COMPONENT, F.col(f"{_BEST}.{_BEST_ID}").alias(C.KEPT_ID))
+    )
+    return components.join(F.broadcast(chosen) if small else chosen, C.COMPONENT).select(C.DOC_ID, C.KEPT_ID)
+
+
+def _ascending(col: Column, dtype: T.DataType, descending: bool) -> list[Column] | None:
+    """Struct fields whose ascending order (Spark's, nulls first) is the sort key's, nulls
+    last: a null flag, then for floating point a NaN flag (NaN is the largest value), then
+    the value, reversed for a descending key by a bitwise not (integers, dates and
+    timestamps: exact, no overflow), a negation (floating point, decimals) or a not
+    (booleans). None for a descending key of another type."""
+    flags = [col.isNull()]
+    floating = isinstance(dtype, (T.FloatType, T.DoubleType))
+    if not descending:
+        return [*flags, col]
+    if floating:
+        flags.append(~F.isnan(col))  # descending: NaN first
+    if isinstance(dtype, T.BooleanType):
+        return [*flags, ~col]
+    if isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        return [*flags, F.bitwise_not(col)]
+    if isinstance(dtype, T.DateType):
+        return [*flags, F.bitwise_not(F.unix_date(col))]
+    if isinstance(dtype, (T.TimestampType, T.TimestampNTZType)):
+        return [*flags, F.bitwise_not(F.unix_micros(col.cast("timestamp")))]
+    if floating or isinstance(dtype, T.DecimalType):
+        return [*flags, -col]
+    return None
 
 
 def cluster_sizes(clustered: DataFrame, groups: DataFrame) -> DataFrame:
