@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib.util
 import time
+from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
@@ -250,13 +251,39 @@ def _driver_components(spark: SparkSession, edges: DataFrame) -> DataFrame:
     if hasattr(real, "toArrow"):  # Spark 4: Arrow both ways, without pandas
         table = real.toArrow()
         nodes, labels = smallest_labels(table.column(SRC).to_numpy(), table.column(DST).to_numpy())
-        return spark.createDataFrame(pa.table({DOC_ID: nodes, COMPONENT: labels}), schema)
+        return _not_local(
+            spark, lambda: spark.createDataFrame(pa.table({DOC_ID: nodes, COMPONENT: labels}), schema)
+        )
     import pandas as pd  # Spark 3.5 converts through pandas (Arrow underneath)
 
     # Nulls are filtered out above, so integer columns stay integers.
     collected = cast(pd.DataFrame, real.toPandas())
     nodes, labels = smallest_labels(collected[SRC].to_numpy(), collected[DST].to_numpy())
-    return spark.createDataFrame(pd.DataFrame({DOC_ID: nodes, COMPONENT: labels}), schema)
+    return _not_local(
+        spark, lambda: spark.createDataFrame(pd.DataFrame({DOC_ID: nodes, COMPONENT: labels}), schema)
+    )
+
+
+# Below this many bytes Spark turns a frame made from Arrow data into a LocalRelation: the
+# rows inside the plan itself, where every later analysis, optimization and cache lookup of
+# every plan built on the frame walks, hashes and compares them. The labels of a million
+# documents' graph (88,000 rows) left the cores idle for seconds between the guard's and
+# write's jobs; as an RDD-backed relation the plan stays one node.
+_LOCAL_RELATION_THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"
+
+
+def _not_local(spark: SparkSession, make: Callable[[], DataFrame]) -> DataFrame:
+    """`make()` (a createDataFrame from Arrow or pandas) with the local-relation threshold at
+    0 while it runs, so the frame is backed by an RDD, not rows held in its plan."""
+    before = spark.conf.get(_LOCAL_RELATION_THRESHOLD, None)
+    spark.conf.set(_LOCAL_RELATION_THRESHOLD, "0")
+    try:
+        return make()
+    finally:
+        if before is None:
+            spark.conf.unset(_LOCAL_RELATION_THRESHOLD)
+        else:
+            spark.conf.set(_LOCAL_RELATION_THRESHOLD, before)
 
 
 def smallest_labels(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
