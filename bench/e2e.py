@@ -256,12 +256,17 @@ def run_neardup(
         f"LSH {report.get('bands', {}).get('bands')}x{report.get('bands', {}).get('rows')}, "
         f"components={report.get('components', {}).get('backend')}; local[{args.workers}]"
     )
+    return row, output_labels(out, corpus.path)
+
+
+def output_labels(out: Path, corpus: Path) -> np.ndarray:
+    """Each corpus row's cluster in neardup's clusters/ under `out` (-1: in none), in the
+    corpus's row order, as the truth's labels are."""
     clusters = pq.read_table(out / "clusters", columns=["id", "cluster_id"])
-    corpus_ids = pq.read_table(corpus.path, columns=["id"]).column("id").to_numpy()
+    corpus_ids = pq.read_table(corpus, columns=["id"]).column("id").to_numpy()
     cid = clusters.column("cluster_id").to_numpy(zero_copy_only=False)
     ids = clusters.column("id").to_numpy()
-    labels = labels_from_ids(corpus_ids, ids, np.nan_to_num(cid, nan=-1).astype(np.int64))
-    return row, labels
+    return labels_from_ids(corpus_ids, ids, np.nan_to_num(cid, nan=-1).astype(np.int64))
 
 
 def run_peer(
@@ -539,11 +544,16 @@ def corpus_stats(corpus: Corpus) -> dict[str, float]:
     return stats
 
 
+def truth_path(corpus: Path, threshold: float, sample: int) -> Path:
+    """Where a corpus file's ground truth is kept, beside it."""
+    return corpus.parent / f"truth-t{threshold}-s{sample}.npz"
+
+
 def cached_truth(corpus: Corpus, threshold: float, sample: int) -> tuple[Truth, str]:
     """The corpus's ground truth, computed once and kept beside it; and "reused" or "computed"."""
-    truth_path = corpus.path.parent / f"truth-t{threshold}-s{sample}.npz"
-    if truth_path.exists():
-        z = np.load(truth_path)
+    saved = truth_path(corpus.path, threshold, sample)
+    if saved.exists():
+        z = np.load(saved)
         return Truth(labels=z["labels"], **json.loads(str(z["meta"]))), "reused"
     table = pq.read_table(corpus.path, columns=["text", "cluster"])
     # 64-bit offsets: the truth takes rows across chunks, which overflows 32-bit string
@@ -552,7 +562,7 @@ def cached_truth(corpus: Corpus, threshold: float, sample: int) -> tuple[Truth, 
     truth = ground_truth(table, threshold, sample=sample)
     del table
     meta = {k: v for k, v in truth.__dict__.items() if k != "labels"}
-    np.savez(truth_path, labels=truth.labels, meta=json.dumps(meta))
+    np.savez(saved, labels=truth.labels, meta=json.dumps(meta))
     return truth, "computed"
 
 
