@@ -197,6 +197,7 @@ class SizeRun:
     corpus_bytes: int = 0
     command: str = ""  # what reproduces this entry
     neardup: str = ""  # the package measured: its directory and commit
+    driver_memory: str = ""
     machine: dict[str, str] = field(default_factory=dict)
     load_start: list[float] = field(default_factory=list)
     load_end: list[float] = field(default_factory=list)
@@ -254,7 +255,7 @@ def _score(run: SizeRun, out: Path, corpus: Path, args: argparse.Namespace) -> N
 
 
 def run_size(docs: int, args: argparse.Namespace) -> SizeRun:
-    run = SizeRun(docs, machine=machine(), neardup=measured_package())
+    run = SizeRun(docs, machine=machine(), neardup=measured_package(), driver_memory=args.driver_memory)
     run.command = " ".join(["python", "jobs/benchmark.py", "scale", *sys.argv[1:]])
     cache = Path(args.cache)
     spec = CorpusSpec(num_docs=docs, seed=args.seed, **CORPORA["synth"])
@@ -467,11 +468,17 @@ def _memory_line(runs: dict[int, SizeRun]) -> str:
         return ""
     sm, lm = small.measure, large.measure
     sh, lh = total(small.figures()).jvm_heap, total(large.figures()).jvm_heap
+
+    def change(a: float, b: float) -> str:
+        return f"{a:,.0f} -> {b:,.0f} MB ({b / a:.2f}x)" if a else f"{a:,.0f} -> {b:,.0f} MB"
+
     return (
-        f"Driver memory, 1,000,000 -> 10,000,000 documents: Python driver {sm['driver_mb']:,.0f} -> "
-        f"{lm['driver_mb']:,.0f} MB RSS, JVM {sm['jvm_mb']:,.0f} -> {lm['jvm_mb']:,.0f} MB RSS, JVM heap in "
-        f"use at most {_mb(sh)} -> {_mb(lh)} MB (of spark.driver.memory; in local mode the driver runs "
-        "the tasks)."
+        f"Driver memory, 1,000,000 -> 10,000,000 documents: the Python driver's RSS "
+        f"{change(sm['driver_mb'], lm['driver_mb'])}; the JVM's RSS {change(sm['jvm_mb'], lm['jvm_mb'])}; "
+        f"its heap in use at most {change(sh / MB, lh / MB)} with "
+        f"spark.driver.memory={large.driver_memory} (the heap's bound; in local mode the driver also "
+        "runs the tasks, and the heap figure includes garbage not yet collected; RSS adds metaspace, "
+        "code, threads and direct buffers to the heap)."
     )
 
 
@@ -658,8 +665,13 @@ def render_readme(runs: list[SizeRun], args: argparse.Namespace) -> str:
         "the batch), with the largest `synth` document (20,000 characters, at most 80 KB of UTF-8) and the "
         f"batch of the run ({int(base.report.get('memory', {}).get('batch_bytes', 0)) // MB} MB), plus per "
         f"slot the largest task's peak execution memory measured ({_mb(tot.peak_execution)} MB, with tasks "
-        f"reading up to {_mb(tot.largest_task_read)} MB of shuffle, more than the partitions above give a "
-        "task); rounded up to whole GB. Heavier-tailed text needs the rule with its own largest document.",
+        f"reading up to {_mb(tot.largest_task_read)} MB of shuffle, "
+        + (
+            f"more than the {args.shuffle_task_mb} MB the partitions above give a task"
+            if tot.largest_task_read >= args.shuffle_task_mb * MB
+            else f"less than the {args.shuffle_task_mb} MB the partitions above give a task: a lower bound"
+        )
+        + "); rounded up to whole GB. Heavier-tailed text needs the rule with its own largest document.",
         f"- Python workers: the peak resident memory of the run's Python workers over its "
         f"{args.workers} slots ({_mb(tot.python_rss)} MB), per slot x cores, outside the heap "
         "(spark.executor.memoryOverhead or spark.executor.pyspark.memory).",
@@ -667,6 +679,38 @@ def render_readme(runs: list[SizeRun], args: argparse.Namespace) -> str:
     ]
     lines += render_superlinear(ok)
     return "\n".join(lines)
+
+
+# A figure per document that rises by more than this from one size to ten times it is listed
+# as growing faster than linearly (the machine is shared: smaller changes are noise).
+RISING = 1.10
+
+
+def _rising(ok: list[SizeRun]) -> list[str]:
+    """The figures per document that rise from the second largest size to the largest."""
+    if len(ok) < 2:
+        return []
+    a, b = ok[-2], ok[-1]
+    fa, fb = a.figures(), b.figures()
+    found = []
+    for name in [n for n in _order(b) if n in fa]:
+        x, y = fa[name].run_s / a.docs, fb[name].run_s / b.docs
+        if x and y / x > RISING:
+            found.append(f"{name}'s task time x{y / x:.2f}")
+        x, y = fa[name].shuffle_write_bytes / a.docs, fb[name].shuffle_write_bytes / b.docs
+        if x and y / x > RISING:
+            found.append(f"{name}'s shuffle bytes x{y / x:.2f}")
+        x, y = fa[name].memory_spilled / a.docs, fb[name].memory_spilled / b.docs
+        if y and (not x or y / x > RISING):
+            found.append(
+                f"{name}'s spill ({_mb(fa[name].memory_spilled)} -> {_mb(fb[name].memory_spilled)} MB)"
+            )
+    for key in ("candidate_pairs", "verified_pairs", "exact_duplicates"):
+        x, y = a.report["counts"].get(key, 0) / a.docs, b.report["counts"].get(key, 0) / b.docs
+        if x and y / x > RISING:
+            found.append(f"{key} x{y / x:.2f}")
+    head = f"Per document from {a.docs:,} to {b.docs:,} documents, rising by more than {RISING - 1:.0%}: "
+    return [head + ("; ".join(found) if found else "nothing") + ".", ""]
 
 
 def render_superlinear(ok: list[SizeRun]) -> list[str]:
@@ -680,6 +724,7 @@ def render_superlinear(ok: list[SizeRun]) -> list[str]:
     lines += [
         *_growth_table(ok),
         "",
+        *_rising(ok),
         f"The bounds of {BROADCAST_ROWS:,} rows (pipeline.BROADCAST_ROWS) below which a frame is broadcast "
         "or the components are labelled on the driver; each counts rows that grow with the corpus, so past "
         f"the size shown the step changes plan (measured rows per document at {ok[-1].docs:,}):",
@@ -689,6 +734,8 @@ def render_superlinear(ok: list[SizeRun]) -> list[str]:
     ]
     for what, per_doc, then in _bounds(ok[-1]):
         at = f"{BROADCAST_ROWS / per_doc:,.0f} documents" if per_doc else "never"
+        if per_doc and BROADCAST_ROWS / per_doc <= ok[-1].docs:
+            at += " (crossed in the runs measured)"
         lines.append(f"| {what} | {per_doc:.4f} | {at} | {then} |")
     return [*lines, ""]
 
