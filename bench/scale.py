@@ -255,7 +255,7 @@ def _score(run: SizeRun, out: Path, corpus: Path, args: argparse.Namespace) -> N
 
 
 def run_size(docs: int, args: argparse.Namespace) -> SizeRun:
-    run = SizeRun(docs, machine=machine(), neardup=measured_package(), driver_memory=args.driver_memory)
+    run = SizeRun(docs, neardup=measured_package(), driver_memory=args.driver_memory)
     run.command = " ".join(["python", "jobs/benchmark.py", "scale", *sys.argv[1:]])
     cache = Path(args.cache)
     spec = CorpusSpec(num_docs=docs, seed=args.seed, **CORPORA["synth"])
@@ -288,6 +288,7 @@ def run_size(docs: int, args: argparse.Namespace) -> SizeRun:
     with locked(args.lock) as waited:
         run.lock_wait_s = waited
         print(f"{docs:,}: running neardup ({waited:.0f} s waiting for the lock) ...", end=" ", flush=True)
+        run.machine = machine()  # its date: when the run started
         run.load_start = list(os.getloadavg())
         m = run_measured(cmd, work / "log.txt", args.timeout)
         run.load_end = list(os.getloadavg())
