@@ -128,7 +128,13 @@ class Measure:
     timed_out: bool = False
 
 
-def run_measured(cmd: list[str], log: Path, timeout: float, env: dict[str, str] | None = None) -> Measure:
+def run_measured(
+    cmd: list[str],
+    log: Path,
+    timeout: float,
+    env: dict[str, str] | None = None,
+    cpu_samples: list[tuple[float, float]] | None = None,
+) -> Measure:
     """Run cmd in its own session; sample its process tree until it exits (or time out).
 
     CPU: the larger of (a) the sum over every process seen of its last sampled user+system
@@ -136,7 +142,8 @@ def run_measured(cmd: list[str], log: Path, timeout: float, env: dict[str, str] 
     misses up to one sample period of short-lived processes, (b) misses processes nobody
     waited for (the JVM); together they are within a fraction of a second.
     Memory: the sum of RSS over the tree, so pages shared between forked workers count
-    once per process, as `ps` shows them.
+    once per process, as `ps` shows them. `cpu_samples`, if given, receives (epoch seconds,
+    the tree's CPU seconds so far) at every sample: how the CPU time falls over the run.
     """
     m = Measure()
     last_cpu: dict[tuple[int, float], float] = {}
@@ -171,6 +178,8 @@ def run_measured(cmd: list[str], log: Path, timeout: float, env: dict[str, str] 
                 except psutil.Error:
                     continue
             m.peak_mb = max(m.peak_mb, rss / 2**20)
+            if cpu_samples is not None:
+                cpu_samples.append((time.time(), sum(last_cpu.values())))
             if time.perf_counter() - start > timeout and not m.timed_out:
                 m.timed_out = True
                 os.killpg(proc.pid, signal.SIGKILL)  # the session we started: the tool and its children

@@ -64,3 +64,15 @@ def job_stages(job_start: dict[str, Any]) -> tuple[str, list[int]]:
 def shuffle_read_bytes(read: dict[str, Any]) -> int:
     """Bytes a task read from shuffle files, fetched from other executors or its own."""
     return int(read.get("Remote Bytes Read", 0)) + int(read.get("Local Bytes Read", 0))
+
+
+def stage_starts(event_log: Path) -> dict[str, float]:
+    """Each neardup stage's first Spark job's submission (epoch seconds), in order: the stages
+    run one after the other, so each owns the time from its start to the next one's."""
+    starts: dict[str, float] = {}
+    for event in events(event_log):
+        if event.get("Event") == "SparkListenerJobStart":
+            name = job_stage(event)
+            if name != OUTSIDE and name not in starts:
+                starts[name] = int(event["Submission Time"]) / 1e3
+    return dict(sorted(starts.items(), key=lambda kv: kv[1]))

@@ -60,7 +60,7 @@ import numpy as np
 
 import neardup
 from e2e import CORPORA, machine, neardup_command, output_labels, run_measured, truth_path
-from eventlog import OUTSIDE, app_log, events, job_stages, shuffle_read_bytes
+from eventlog import OUTSIDE, app_log, events, job_stages, shuffle_read_bytes, stage_starts
 from neardup.pipeline import BROADCAST_ROWS
 from neardup_testkit.synth import CorpusSpec
 from neardup_testkit.truth import Truth, ensure_corpus, score
@@ -78,7 +78,7 @@ EVENT_LOG_CONF = [
     "spark.executor.processTreeMetrics.enabled=true",
     "spark.executor.metrics.pollingInterval=500ms",
 ]
-EXECUTOR_METRICS = ("JVMHeapMemory", "ProcessTreeJVMRSSMemory", "ProcessTreePythonRSSMemory")
+STARTUP = "start-up"  # the time before a run's first Spark job
 
 
 # --------------------------------------------------------------------------- the event log
@@ -180,6 +180,17 @@ def stage_figures(event_log: Path) -> dict[str, StageFigures]:
     return figures
 
 
+def cpu_by_stage(samples: list[tuple[float, float]], starts: dict[str, float]) -> dict[str, float]:
+    """The process tree's CPU seconds from each stage's start to the next's (the last: to the
+    end of the run), and STARTUP before the first stage (JVM and interpreter start, imports)."""
+    if len(samples) < 2 or not starts:
+        return {}
+    times, cpu = (np.array(x) for x in zip(*samples, strict=True))
+    bounds = [float(times[0]), *starts.values(), float(times[-1])]
+    spent = np.diff(np.interp(bounds, times, cpu))
+    return {name: float(x) for name, x in zip([STARTUP, *starts], spent, strict=True)}
+
+
 def total(figures: dict[str, StageFigures]) -> StageFigures:
     out = StageFigures()
     for f in figures.values():
@@ -205,9 +216,26 @@ class SizeRun:
     measure: dict[str, Any] = field(default_factory=dict)  # e2e.Measure as a dict
     report: dict[str, Any] = field(default_factory=dict)  # report.json without config and bands
     stages: dict[str, dict[str, Any]] = field(default_factory=dict)  # StageFigures as dicts
+    # Process-tree CPU seconds (Python workers and driver included) between one neardup stage's
+    # first Spark job and the next's; STARTUP before the first.
+    stage_cpu: dict[str, float] = field(default_factory=dict)
     scores: dict[str, float] = field(default_factory=dict)
     scored: str = ""  # against what, or why not
     error: str = ""
+    # The runs of this size it replaced, in brief: on a shared machine a run disturbed by other
+    # work is rerun, and the figures it replaced stay on record.
+    earlier: list[dict[str, Any]] = field(default_factory=list)
+
+    def brief(self) -> dict[str, Any]:
+        return {
+            "date": self.machine.get("date", ""),
+            "wall": self.measure.get("wall"),
+            "cpu": self.measure.get("cpu"),
+            "load_start": self.load_start,
+            "load_end": self.load_end,
+            "neardup": self.neardup,
+            "error": self.error,
+        }
 
     def figures(self) -> dict[str, StageFigures]:
         return {k: StageFigures(**v) for k, v in self.stages.items()}
@@ -290,7 +318,8 @@ def run_size(docs: int, args: argparse.Namespace) -> SizeRun:
         print(f"{docs:,}: running neardup ({waited:.0f} s waiting for the lock) ...", end=" ", flush=True)
         run.machine = machine()  # its date: when the run started
         run.load_start = list(os.getloadavg())
-        m = run_measured(cmd, work / "log.txt", args.timeout)
+        samples: list[tuple[float, float]] = []
+        m = run_measured(cmd, work / "log.txt", args.timeout, cpu_samples=samples)
         run.load_end = list(os.getloadavg())
     run.measure = asdict(m)
     if m.timed_out or m.returncode != 0:
@@ -306,6 +335,7 @@ def run_size(docs: int, args: argparse.Namespace) -> SizeRun:
     if any(logs.iterdir()):  # a failed run's log too: its failed tasks and retries
         try:
             run.stages = {k: asdict(v) for k, v in stage_figures(app_log(logs)).items()}
+            run.stage_cpu = cpu_by_stage(samples, stage_starts(app_log(logs)))
         except (ValueError, json.JSONDecodeError) as e:  # a log cut short by a crash
             run.error = run.error or f"event log unreadable: {e}"
     shutil.rmtree(out, ignore_errors=True)  # kept/ and clusters/: about the corpus's size again
@@ -313,6 +343,14 @@ def run_size(docs: int, args: argparse.Namespace) -> SizeRun:
 
 
 # --------------------------------------------------------------------------- figures
+
+
+def _per_doc_us(seconds: float | None, run: SizeRun) -> str:
+    return "" if seconds is None else f"{seconds / run.docs * 1e6:,.1f}"
+
+
+def _f1(x: float | None) -> str:
+    return "" if x is None else f"{x:.1f}"
 
 
 def _loads(loads: list[float]) -> str:
@@ -331,6 +369,19 @@ def _order(run: SizeRun) -> list[str]:
     """report.json's stage order, then any stage only the event log knows."""
     timed = [s for s in run.report.get("seconds", {}) if s != "total"]
     return [*timed, *(s for s in run.stages if s not in timed)]
+
+
+def _earlier(run: SizeRun) -> list[str]:
+    """The runs of this size that this one replaced (a line, or none)."""
+    if not run.earlier:
+        return []
+    parts = [
+        f"{e['date']}: "
+        + (e["error"][:80] if e["error"] else f"wall {e['wall']:.1f} s, CPU {e['cpu']:.1f} s")
+        + f", load at start {_loads(e['load_start'])}, at end {_loads(e['load_end'])}"
+        for e in run.earlier
+    ]
+    return ["- earlier runs of this size, replaced by this one: " + "; ".join(parts)]
 
 
 def render_size(run: SizeRun) -> list[str]:
@@ -362,17 +413,19 @@ def render_size(run: SizeRun) -> list[str]:
             if run.scores
             else ""
         ),
+        *_earlier(run),
         "",
-        "| stage | wall s | Spark stages | tasks | task s | JVM CPU s | GC s | input MB "
+        "| stage | wall s | CPU s | Spark stages | tasks | task s | JVM CPU s | GC s | input MB "
         "| shuffle write MB | shuffle read MB | records read | spill mem MB | spill disk MB | peak exec MB "
         "| largest task read MB | heap peak MB | Python RSS MB | failed tasks | retried stages |",
-        "|---|" + "---:|" * 18,
+        "|---|" + "---:|" * 19,
     ]
-    rows = [(name, figs.get(name, StageFigures()), secs.get(name)) for name in _order(run)]
-    rows.append(("**total**", tot, secs.get("total")))
-    for name, f, s in rows:
+    names = [*([STARTUP] if STARTUP in run.stage_cpu else []), *_order(run)]
+    rows = [(name, figs.get(name, StageFigures()), secs.get(name), run.stage_cpu.get(name)) for name in names]
+    rows.append(("**total**", tot, secs.get("total"), m["cpu"]))
+    for name, f, s, c in rows:
         lines.append(
-            f"| {name} | {'' if s is None else f'{s:.1f}'} | {f.spark_stages} | {f.tasks:,} | {f.run_s:.1f} "
+            f"| {name} | {_f1(s)} | {_f1(c)} | {f.spark_stages} | {f.tasks:,} | {f.run_s:.1f} "
             f"| {f.cpu_s:.1f} | {f.gc_s:.1f} | {_mb(f.input_bytes)} | {_mb(f.shuffle_write_bytes)} "
             f"| {_mb(f.shuffle_read_bytes)} | {f.shuffle_read_records:,} | {_mb(f.memory_spilled)} "
             f"| {_mb(f.disk_spilled)} | {_mb(f.peak_execution)} | {_mb(f.largest_task_read)} "
@@ -404,7 +457,7 @@ def _per_doc_table(runs: list[SizeRun], title: str, value: Any, unit: str) -> li
         for r in runs:
             figs = r.figures()
             f = total(figs) if name == "total" else figs.get(name)
-            cells.append("" if f is None else value(r, f))
+            cells.append("" if f is None else value(r, name, f))
         lines.append(f"| {'**total**' if name == 'total' else name} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 
@@ -415,17 +468,26 @@ def render_growth(runs: list[SizeRun]) -> list[str]:
     if len(ok) < 2:
         return []
     lines = ["## Per document, by size", ""]
-    lines += _per_doc_table(ok, "Task time per document", lambda r, f: f"{f.run_s / r.docs * 1e6:,.1f}", "us")
+    lines += _per_doc_table(
+        ok, "Task time per document", lambda r, _, f: f"{f.run_s / r.docs * 1e6:,.1f}", "us"
+    )
+    if all(r.stage_cpu for r in ok):
+        lines += _per_doc_table(
+            ok,
+            "Process-tree CPU per document (from the stage's start to the next's; total: the whole run)",
+            lambda r, name, _: _per_doc_us(r.measure["cpu"] if name == "total" else r.stage_cpu.get(name), r),
+            "us",
+        )
     lines += _per_doc_table(
         ok,
         "Shuffle bytes written per document",
-        lambda r, f: f"{f.shuffle_write_bytes / r.docs:,.1f}",
+        lambda r, _, f: f"{f.shuffle_write_bytes / r.docs:,.1f}",
         "bytes",
     )
     lines += _per_doc_table(
         ok,
         "Spilled per document, memory + disk",
-        lambda r, f: f"{(f.memory_spilled + f.disk_spilled) / r.docs:,.1f}",
+        lambda r, _, f: f"{(f.memory_spilled + f.disk_spilled) / r.docs:,.1f}",
         "bytes",
     )
     return [*lines, *_growth_table(ok), ""]
@@ -533,7 +595,8 @@ def render_results(runs: list[SizeRun], goal: float) -> str:
 class Projection:
     nodes: int
     cores: int
-    wall_s: float
+    wall_s: float  # from task time
+    wall_cpu_s: float | None  # from process-tree CPU time, where the run recorded it by stage
     shuffle_bytes: float
     partitions: int
     input_tasks: int
@@ -548,6 +611,7 @@ def project(run: SizeRun, nodes: int, cores: int, args: argparse.Namespace) -> P
     scale = BILLION / run.docs
     slots = nodes * cores
     wall = tot.run_s * scale / (slots * args.efficiency)
+    wall_cpu = stages_cpu(run) * scale / (slots * args.efficiency) if run.stage_cpu else None
     largest_read = max(f.largest_stage_read for f in figs.values()) * scale
     partitions = max(slots, math.ceil(largest_read / (args.shuffle_task_mb * MB)))
     partitions = math.ceil(partitions / slots) * slots  # whole waves
@@ -563,6 +627,7 @@ def project(run: SizeRun, nodes: int, cores: int, args: argparse.Namespace) -> P
         nodes,
         cores,
         wall,
+        wall_cpu,
         tot.shuffle_write_bytes * scale,
         partitions,
         input_tasks,
@@ -571,7 +636,14 @@ def project(run: SizeRun, nodes: int, cores: int, args: argparse.Namespace) -> P
     )
 
 
-def _hours(s: float) -> str:
+def stages_cpu(run: SizeRun) -> float:
+    """The process tree's CPU seconds during the stages: the run's, but for its start-up."""
+    return sum(v for k, v in run.stage_cpu.items() if k != STARTUP)
+
+
+def _hours(s: float | None) -> str:
+    if s is None:
+        return "-"
     return f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.0f} min"
 
 
@@ -584,7 +656,17 @@ def _bounds(run: SizeRun) -> list[tuple[str, float, str]]:
     dropped = c.get("input", n) - c.get("kept", n)
     return [
         ("verify: the ends of the candidate pairs (2 x candidates)", 2 * cand / n, "shuffle joins"),
-        ("components on the driver (verified edges)", ver / n, "the distributed backend"),
+        (
+            "components on the driver (verified edges)"
+            + (
+                ""
+                if run.report.get("components", {}).get("backend") == "driver"
+                else " (not in the neardup measured: its components ran "
+                f"{run.report.get('components', {}).get('backend')}, distributed, at every size)"
+            ),
+            ver / n,
+            "the distributed backend",
+        ),
         ("survivors and guard: component nodes (2 x verified edges)", 2 * ver / n, "shuffle joins"),
         (
             "write, assign_members: 2 x verified edges + exact copies",
@@ -628,18 +710,21 @@ def render_readme(runs: list[SizeRun], args: argparse.Namespace) -> str:
         "### A billion documents: the cost model",
         "",
         f"From the {base.docs:,}-document run's own metrics, per document, multiplied by 1,000,000,000 "
-        f"({tot.run_s / base.docs * 1e6:,.1f} us of task time and {tot.shuffle_write_bytes / base.docs:,.0f} "
-        f"shuffle bytes a document):",
+        f"({_per_doc_us(stages_cpu(base) if base.stage_cpu else None, base) or '-'} us of process-tree CPU "
+        f"during the stages, {tot.run_s / base.docs * 1e6:,.1f} us of task time and "
+        f"{tot.shuffle_write_bytes / base.docs:,.0f} shuffle bytes a document):",
         "",
-        "| cluster | wall | shuffle written | spark.sql.shuffle.partitions | input tasks "
+        "| cluster | wall, from CPU | wall, from task time | shuffle written | spark.sql.shuffle.partitions "
+        "| input tasks "
         f"(maxPartitionBytes {args.max_partition_mb} MB) | spark.executor.memory "
-        "| Python workers per executor |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| Python workers' memory per executor |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for nodes in args.nodes:
         p = project(base, nodes, args.cores, args)
         lines.append(
-            f"| {nodes} nodes x {args.cores} cores | {_hours(p.wall_s)} | {p.shuffle_bytes / 1e12:,.1f} TB "
+            f"| {nodes} nodes x {args.cores} cores | {_hours(p.wall_cpu_s)} | {_hours(p.wall_s)} "
+            f"| {p.shuffle_bytes / 1e12:,.1f} TB "
             f"| {p.partitions:,} | {p.input_tasks:,} | {p.executor_mb // 1024} GB "
             f"(spark.executor.cores={args.cores}) | {p.overhead_mb // 1024} GB |"
         )
@@ -647,13 +732,18 @@ def render_readme(runs: list[SizeRun], args: argparse.Namespace) -> str:
         "",
         "Assumptions:",
         "",
-        f"- Wall = task seconds per document (executor run time, summed over every stage's tasks: the Python "
-        f"workers' time included) x 10^9 / (nodes x cores x {args.efficiency}). {args.efficiency} is the "
+        "- Wall, from CPU = the process tree's CPU seconds per document during the stages (Python workers, "
+        "JVM and driver; the start-up left out) x 10^9 / (nodes x cores x efficiency): the work itself. "
+        "Wall, from task time = executor run time per document (summed over every stage's tasks; a task's "
+        "time in its slot, the Python worker's work included, and on a loaded machine its wait for a core) "
+        f"x 10^9 / (nodes x cores x efficiency): an upper bound. Efficiency {args.efficiency} is the "
         f"assumed share of the slots kept busy (stage barriers, stragglers, the driver's own work); on this "
         f"machine the {base.docs:,}-document run kept {tot.run_s / (args.workers * base.wall()):.2f} of its "
         f"{args.workers} slots busy. "
-        "A cluster core is taken to be as fast as this machine's (AMD EPYC, shared); network shuffle is "
-        "taken to cost no more than local disk.",
+        f"A cluster core is taken to be as fast as one of this machine's ({base.machine.get('cpu', '?')}, "
+        "shared with other work); network shuffle is taken to cost no more than local disk. Stages that "
+        "change plan past a bound of the last table (a shuffle join for a broadcast, the components "
+        "distributed rather than on the driver) are costed as measured, in their plan at this size.",
         "- Shuffle volume = shuffle bytes written per document x 10^9 (compressed, as Spark writes it; "
         "about as many are read back).",
         f"- spark.sql.shuffle.partitions: the largest shuffle of one Spark stage, scaled to 10^9, over "
@@ -685,6 +775,7 @@ def render_readme(runs: list[SizeRun], args: argparse.Namespace) -> str:
 # A figure per document that rises by more than this from one size to ten times it is listed
 # as growing faster than linearly (the machine is shared: smaller changes are noise).
 RISING = 1.10
+MATERIAL = 0.02  # and only for a stage with at least this share of the run's figure
 
 
 def _rising(ok: list[SizeRun]) -> list[str]:
@@ -693,14 +784,19 @@ def _rising(ok: list[SizeRun]) -> list[str]:
         return []
     a, b = ok[-2], ok[-1]
     fa, fb = a.figures(), b.figures()
+    tb = total(fb)
     found = []
     for name in [n for n in _order(b) if n in fa]:
         x, y = fa[name].run_s / a.docs, fb[name].run_s / b.docs
-        if x and y / x > RISING:
+        if x and y / x > RISING and fb[name].run_s > MATERIAL * tb.run_s:
             found.append(f"{name}'s task time x{y / x:.2f}")
         x, y = fa[name].shuffle_write_bytes / a.docs, fb[name].shuffle_write_bytes / b.docs
-        if x and y / x > RISING:
+        if x and y / x > RISING and fb[name].shuffle_write_bytes > MATERIAL * tb.shuffle_write_bytes:
             found.append(f"{name}'s shuffle bytes x{y / x:.2f}")
+        if a.stage_cpu and b.stage_cpu:
+            x, y = a.stage_cpu.get(name, 0) / a.docs, b.stage_cpu.get(name, 0) / b.docs
+            if x and y / x > RISING and y * b.docs > MATERIAL * stages_cpu(b):
+                found.append(f"{name}'s CPU x{y / x:.2f}")
         x, y = fa[name].memory_spilled / a.docs, fb[name].memory_spilled / b.docs
         if y and (not x or y / x > RISING):
             found.append(
@@ -778,7 +874,10 @@ def main() -> None:
     runs = load(args.json)
     if not args.render:
         for docs in [int(x) for x in args.docs.split(",")]:
-            runs[docs] = run_size(docs, args)
+            new = run_size(docs, args)
+            if docs in runs:
+                new.earlier = [*runs[docs].earlier, runs[docs].brief()]
+            runs[docs] = new
             args.json.parent.mkdir(parents=True, exist_ok=True)
             args.json.write_text(
                 json.dumps({str(k): asdict(v) for k, v in sorted(runs.items())}, indent=1) + "\n"
