@@ -51,6 +51,7 @@ import math
 import os
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
@@ -219,6 +220,8 @@ class SizeRun:
     # Process-tree CPU seconds (Python workers and driver included) between one neardup stage's
     # first Spark job and the next's; STARTUP before the first.
     stage_cpu: dict[str, float] = field(default_factory=dict)
+    disk_peak_bytes: int = 0  # the most disk the run took at once (free space before - least free)
+    local_peak_bytes: int = 0  # the most under spark.local.dir at once (shuffle, spill, disk blocks)
     scores: dict[str, float] = field(default_factory=dict)
     scored: str = ""  # against what, or why not
     error: str = ""
@@ -242,6 +245,41 @@ class SizeRun:
 
     def wall(self) -> float:
         return float(self.measure.get("wall", 0.0))
+
+
+class DiskWatch:
+    """Disk taken during a run, polled every second in a thread. `peak`: the most of the file
+    system taken at once (Spark's scratch, neardup's staging and outputs; other work on the
+    machine included). `local_peak`: the most under Spark's local directory (shuffle files,
+    spills, blocks cached on disk): what each node of a cluster needs for its share."""
+
+    def __init__(self, where: Path, local_dir: Path) -> None:
+        self.where, self.local_dir, self.peak, self.local_peak = where, local_dir, 0, 0
+        self._start = shutil.disk_usage(where).free
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        while not self._stop.wait(1.0):
+            self.peak = max(self.peak, self._start - shutil.disk_usage(self.where).free)
+            self.local_peak = max(self.local_peak, _tree_bytes(self.local_dir))
+
+    def __enter__(self) -> DiskWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _tree_bytes(root: Path) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            with contextlib.suppress(OSError):  # a shuffle file removed while we look
+                total += os.stat(os.path.join(dirpath, name)).st_size
+    return total
 
 
 @contextlib.contextmanager
@@ -309,9 +347,15 @@ def run_size(docs: int, args: argparse.Namespace) -> SizeRun:
         )
         print(run.error, flush=True)
         return run
-    logs, out = work / "eventlog", work / "out"
+    logs, out, local = work / "eventlog", work / "out", work / "spark-local"
     logs.mkdir()
-    conf = [f"spark.driver.memory={args.driver_memory}", *EVENT_LOG_CONF, f"spark.eventLog.dir={logs}"]
+    local.mkdir()
+    conf = [
+        f"spark.driver.memory={args.driver_memory}",
+        *EVENT_LOG_CONF,
+        f"spark.eventLog.dir={logs}",
+        f"spark.local.dir={local}",  # Spark's scratch where its size can be watched (same disk)
+    ]
     cmd = neardup_command(corpus.path, out, args.workers, conf)
     with locked(args.lock) as waited:
         run.lock_wait_s = waited
@@ -319,7 +363,9 @@ def run_size(docs: int, args: argparse.Namespace) -> SizeRun:
         run.machine = machine()  # its date: when the run started
         run.load_start = list(os.getloadavg())
         samples: list[tuple[float, float]] = []
-        m = run_measured(cmd, work / "log.txt", args.timeout, cpu_samples=samples)
+        with DiskWatch(work, local) as disk:
+            m = run_measured(cmd, work / "log.txt", args.timeout, cpu_samples=samples)
+        run.disk_peak_bytes, run.local_peak_bytes = disk.peak, disk.local_peak
         run.load_end = list(os.getloadavg())
     run.measure = asdict(m)
     if m.timed_out or m.returncode != 0:
@@ -339,6 +385,7 @@ def run_size(docs: int, args: argparse.Namespace) -> SizeRun:
         except (ValueError, json.JSONDecodeError) as e:  # a log cut short by a crash
             run.error = run.error or f"event log unreadable: {e}"
     shutil.rmtree(out, ignore_errors=True)  # kept/ and clusters/: about the corpus's size again
+    shutil.rmtree(local, ignore_errors=True)  # what a crashed JVM leaves of its scratch
     return run
 
 
@@ -369,6 +416,17 @@ def _order(run: SizeRun) -> list[str]:
     """report.json's stage order, then any stage only the event log knows."""
     timed = [s for s in run.report.get("seconds", {}) if s != "total"]
     return [*timed, *(s for s in run.stages if s not in timed)]
+
+
+def _disk(run: SizeRun) -> list[str]:
+    if not run.disk_peak_bytes:
+        return []
+    return [
+        f"- disk: at most {_gb(run.disk_peak_bytes)} GB taken at once "
+        f"({run.disk_peak_bytes / run.corpus_bytes:.2f}x the corpus; outputs, staging and Spark's scratch), "
+        f"of which Spark's local directory (shuffle files, spills, blocks on disk) at most "
+        f"{_gb(run.local_peak_bytes)} GB"
+    ]
 
 
 def _earlier(run: SizeRun) -> list[str]:
@@ -414,6 +472,7 @@ def render_size(run: SizeRun) -> list[str]:
             else ""
         ),
         *_earlier(run),
+        *_disk(run),
         "",
         "| stage | wall s | CPU s | Spark stages | tasks | task s | JVM CPU s | GC s | input MB "
         "| shuffle write MB | shuffle read MB | records read | spill mem MB | spill disk MB | peak exec MB "
@@ -602,6 +661,7 @@ class Projection:
     input_tasks: int
     executor_mb: int
     overhead_mb: int
+    local_disk_per_node: float  # bytes of Spark scratch (shuffle, spill) a node holds at once
 
 
 def project(run: SizeRun, nodes: int, cores: int, args: argparse.Namespace) -> Projection:
@@ -633,6 +693,7 @@ def project(run: SizeRun, nodes: int, cores: int, args: argparse.Namespace) -> P
         input_tasks,
         math.ceil(executor / MB / 1024) * 1024,
         math.ceil(python / MB / 1024) * 1024,
+        run.local_peak_bytes * scale / nodes,
     )
 
 
@@ -717,8 +778,8 @@ def render_readme(runs: list[SizeRun], args: argparse.Namespace) -> str:
         "| cluster | wall, from CPU | wall, from task time | shuffle written | spark.sql.shuffle.partitions "
         "| input tasks "
         f"(maxPartitionBytes {args.max_partition_mb} MB) | spark.executor.memory "
-        "| Python workers' memory per executor |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| Python workers' memory per executor | Spark local disk per node |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for nodes in args.nodes:
         p = project(base, nodes, args.cores, args)
@@ -726,7 +787,8 @@ def render_readme(runs: list[SizeRun], args: argparse.Namespace) -> str:
             f"| {nodes} nodes x {args.cores} cores | {_hours(p.wall_cpu_s)} | {_hours(p.wall_s)} "
             f"| {p.shuffle_bytes / 1e12:,.1f} TB "
             f"| {p.partitions:,} | {p.input_tasks:,} | {p.executor_mb // 1024} GB "
-            f"(spark.executor.cores={args.cores}) | {p.overhead_mb // 1024} GB |"
+            f"(spark.executor.cores={args.cores}) | {p.overhead_mb // 1024} GB "
+            f"| {f'{p.local_disk_per_node / 2**30:,.0f} GB' if p.local_disk_per_node else '-'} |"
         )
     lines += [
         "",
@@ -763,6 +825,8 @@ def render_readme(runs: list[SizeRun], args: argparse.Namespace) -> str:
             else f"less than the {args.shuffle_task_mb} MB the partitions above give a task: a lower bound"
         )
         + "); rounded up to whole GB. Heavier-tailed text needs the rule with its own largest document.",
+        "- Spark local disk per node: the most the run held at once under spark.local.dir (shuffle files, "
+        "spills, blocks on disk), scaled to 10^9 and spread evenly over the nodes.",
         f"- Python workers: the peak resident memory of the run's Python workers over its "
         f"{args.workers} slots ({_mb(tot.python_rss)} MB), per slot x cores, outside the heap "
         "(spark.executor.memoryOverhead or spark.executor.pyspark.memory).",
