@@ -13,7 +13,7 @@ spark.driver.memory=--driver-memory, in its own process, with Spark's event log 
 run and every corpus generation holds the lock file --lock (`flock`), so that no two
 benchmarks on the shared machine overlap; the time spent waiting for it is reported.
 A run's kept/ and clusters/ are deleted once read (report.json and the event log stay);
-before a run the free space must be 2.25 times the corpus (kept/ about as large as the
+before a run the free space must be 2.6 times the corpus (kept/ about as large as the
 input, the shuffle files and staging the rest), or it stops saying so.
 
 From the event log, per neardup stage (the job group of its Spark jobs) and in total: task
@@ -70,7 +70,7 @@ BENCH = Path(__file__).resolve().parent
 MB = 2**20
 BILLION = 1_000_000_000
 # The free space a run needs, as a multiple of its corpus's bytes (see the docstring).
-DISK_FACTOR = 2.25
+DISK_FACTOR = 2.6
 # Spark settings that make the event log hold what is read here; none changes the plan.
 EVENT_LOG_CONF = [
     "spark.eventLog.enabled=true",
@@ -409,7 +409,7 @@ def _mb(n: float) -> str:
 
 
 def _gb(n: float) -> str:
-    return f"{n / 2**30:,.1f}"
+    return f"{n / 2**30:,.1f}" if n >= 2**30 else f"{n / 2**30:,.2f}"
 
 
 def _order(run: SizeRun) -> list[str]:
