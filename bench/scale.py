@@ -4,7 +4,8 @@ Spark's own task metrics, and a cost model for a billion documents.
 
     python jobs/benchmark.py scale [--docs 100000,1000000,10000000] [--out bench/results/scale.md]
                                    [--nodes 10,50] [--cores 16] [--efficiency 0.6]
-    python jobs/benchmark.py scale --render      # the reports again from scale.json, no run
+    python jobs/benchmark.py scale --render [--reread]  # the reports again from scale.json
+                                                        # (and the event logs left in --cache)
 
 For each size: the `synth` corpus of e2e.py (the same generator and cache, so 10,000,000
 documents are ten times the 1,000,000 of the same distribution), made without the shard
@@ -80,6 +81,16 @@ EVENT_LOG_CONF = [
     "spark.executor.metrics.pollingInterval=500ms",
 ]
 STARTUP = "start-up"  # the time before a run's first Spark job
+# StageFigures field <- the executor metric whose peak it holds.
+EXECUTOR_METRICS = [
+    ("jvm_heap", "JVMHeapMemory"),
+    ("execution_memory", "OnHeapExecutionMemory"),
+    ("storage_memory", "OnHeapStorageMemory"),
+    ("jvm_offheap", "JVMOffHeapMemory"),
+    ("direct_pool", "DirectPoolMemory"),
+    ("jvm_rss", "ProcessTreeJVMRSSMemory"),
+    ("python_rss", "ProcessTreePythonRSSMemory"),
+]
 
 
 # --------------------------------------------------------------------------- the event log
@@ -107,7 +118,14 @@ class StageFigures:
     peak_execution: int = 0  # max over tasks of peakExecutionMemory
     largest_task_read: int = 0  # max over tasks of shuffle bytes read
     largest_stage_read: int = 0  # max over its Spark stages of the shuffle bytes read
-    jvm_heap: int = 0  # peaks of the stage executor metrics
+    # Peaks of the stage executor metrics (in local mode the driver's JVM): the heap in use, its
+    # execution and storage pools, the JVM's memory outside the heap (metaspace, code) and its
+    # NIO direct buffers, the JVM's and the Python workers' resident memory.
+    jvm_heap: int = 0
+    execution_memory: int = 0
+    storage_memory: int = 0
+    jvm_offheap: int = 0
+    direct_pool: int = 0
     jvm_rss: int = 0
     python_rss: int = 0
 
@@ -118,7 +136,7 @@ class StageFigures:
 
 
 # The fields that are maxima (the rest are sums) when stages are added up.
-_PEAKS = {"peak_execution", "largest_task_read", "largest_stage_read", "jvm_heap", "jvm_rss", "python_rss"}
+_PEAKS = {"peak_execution", "largest_task_read", "largest_stage_read", *(k for k, _ in EXECUTOR_METRICS)}
 
 
 def stage_figures(event_log: Path) -> dict[str, StageFigures]:
@@ -172,9 +190,8 @@ def stage_figures(event_log: Path) -> dict[str, StageFigures]:
         elif kind == "SparkListenerStageExecutorMetrics":
             f = of(int(event["Stage ID"]))
             peaks = event.get("Executor Metrics") or {}
-            f.jvm_heap = max(f.jvm_heap, int(peaks.get("JVMHeapMemory", 0)))
-            f.jvm_rss = max(f.jvm_rss, int(peaks.get("ProcessTreeJVMRSSMemory", 0)))
-            f.python_rss = max(f.python_rss, int(peaks.get("ProcessTreePythonRSSMemory", 0)))
+            for key, metric in EXECUTOR_METRICS:
+                setattr(f, key, max(getattr(f, key), int(peaks.get(metric, 0))))
     for sid, nbytes in stage_read.items():
         f = of(sid)
         f.largest_stage_read = max(f.largest_stage_read, nbytes)
@@ -334,7 +351,7 @@ def run_size(docs: int, args: argparse.Namespace) -> SizeRun:
         flush=True,
     )
     run.corpus, run.corpus_bytes = str(corpus.path), corpus.path.stat().st_size
-    work = cache / corpus.key / "runs" / "scale"
+    work = work_of(corpus.path)
     shutil.rmtree(work, ignore_errors=True)  # the previous run's outputs, before the space check
     work.mkdir(parents=True)
     free = shutil.disk_usage(work).free
@@ -476,8 +493,8 @@ def render_size(run: SizeRun) -> list[str]:
         "",
         "| stage | wall s | CPU s | Spark stages | tasks | task s | JVM CPU s | GC s | input MB "
         "| shuffle write MB | shuffle read MB | records read | spill mem MB | spill disk MB | peak exec MB "
-        "| largest task read MB | heap peak MB | Python RSS MB | failed tasks | retried stages |",
-        "|---|" + "---:|" * 19,
+        "| largest task read MB | failed tasks | retried stages |",
+        "|---|" + "---:|" * 17,
     ]
     names = [*([STARTUP] if STARTUP in run.stage_cpu else []), *_order(run)]
     rows = [(name, figs.get(name, StageFigures()), secs.get(name), run.stage_cpu.get(name)) for name in names]
@@ -488,8 +505,23 @@ def render_size(run: SizeRun) -> list[str]:
             f"| {f.cpu_s:.1f} | {f.gc_s:.1f} | {_mb(f.input_bytes)} | {_mb(f.shuffle_write_bytes)} "
             f"| {_mb(f.shuffle_read_bytes)} | {f.shuffle_read_records:,} | {_mb(f.memory_spilled)} "
             f"| {_mb(f.disk_spilled)} | {_mb(f.peak_execution)} | {_mb(f.largest_task_read)} "
-            f"| {_mb(f.jvm_heap)} | {_mb(f.python_rss)} | {f.failed_tasks} | {f.retried_stages} |"
+            f"| {f.failed_tasks} | {f.retried_stages} |"
         )
+    lines += [
+        "",
+        "Memory, peaks per stage (MB; stage executor metrics: in local mode the driver's JVM runs the "
+        "tasks):",
+        "",
+        "| stage | JVM heap in use | execution | storage | JVM outside the heap | NIO direct buffers "
+        "| JVM RSS | Python workers' RSS |",
+        "|---|" + "---:|" * 7,
+    ]
+    for name, f, _, _ in rows:
+        if f.jvm_rss or f.jvm_heap:
+            lines.append(
+                f"| {name} | {_mb(f.jvm_heap)} | {_mb(f.execution_memory)} | {_mb(f.storage_memory)} "
+                f"| {_mb(f.jvm_offheap)} | {_mb(f.direct_pool)} | {_mb(f.jvm_rss)} | {_mb(f.python_rss)} |"
+            )
     lines += [
         "",
         f"Per document: {tot.run_s / run.docs * 1e6:,.1f} us of task time, "
@@ -904,6 +936,25 @@ def render_superlinear(ok: list[SizeRun]) -> list[str]:
 # --------------------------------------------------------------------------- main
 
 
+def work_of(corpus: Path) -> Path:
+    """Where a corpus's run keeps its event log, report.json and, while it runs, its outputs."""
+    return corpus.parent / "runs" / "scale"
+
+
+def reread(runs: dict[int, SizeRun]) -> None:
+    """Each run's figures per stage again from its event log, where it is still on disk."""
+    for run in runs.values():
+        logs = work_of(Path(run.corpus)) / "eventlog"
+        if logs.is_dir() and any(logs.iterdir()):
+            run.stages = {k: asdict(v) for k, v in stage_figures(app_log(logs)).items()}
+            print(f"{run.docs:,}: figures read again from {logs}", flush=True)
+
+
+def save(runs: dict[int, SizeRun], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({str(k): asdict(v) for k, v in sorted(runs.items())}, indent=1) + "\n")
+
+
 def load(path: Path) -> dict[int, SizeRun]:
     if not path.exists():
         return {}
@@ -914,6 +965,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--docs", default="100000,1000000,10000000", help="corpus sizes, comma-separated")
     p.add_argument("--render", action="store_true", help="no run: the reports again from --json")
+    p.add_argument(
+        "--reread", action="store_true", help="with --render: each size's figures again from its event log"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=2, help="local[N]")
     p.add_argument("--driver-memory", default="4g")
@@ -942,11 +996,11 @@ def main() -> None:
             if docs in runs:
                 new.earlier = [*runs[docs].earlier, runs[docs].brief()]
             runs[docs] = new
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(
-                json.dumps({str(k): asdict(v) for k, v in sorted(runs.items())}, indent=1) + "\n"
-            )
+            save(runs, args.json)
             write_reports(runs, args)
+    elif args.reread:
+        reread(runs)
+        save(runs, args.json)
     write_reports(runs, args)
     print(args.out.read_text())
 
