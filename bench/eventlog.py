@@ -76,3 +76,14 @@ def stage_starts(event_log: Path) -> dict[str, float]:
             if name != OUTSIDE and name not in starts:
                 starts[name] = int(event["Submission Time"]) / 1e3
     return dict(sorted(starts.items(), key=lambda kv: kv[1]))
+
+
+def spark_properties(event_log: Path) -> dict[str, str]:
+    """The application's Spark settings, as its environment-update event lists them."""
+    for event in events(event_log):
+        if event.get("Event") == "SparkListenerEnvironmentUpdate":
+            props = event.get("Spark Properties") or {}
+            # Spark 3 and 4 write a list of [key, value] pairs; be lenient with a mapping.
+            pairs = props.items() if isinstance(props, dict) else props
+            return {str(k): str(v) for k, v in pairs}
+    return {}

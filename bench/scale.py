@@ -62,7 +62,7 @@ import numpy as np
 
 import neardup
 from e2e import CORPORA, machine, neardup_command, output_labels, run_measured, truth_path
-from eventlog import OUTSIDE, app_log, events, job_stages, shuffle_read_bytes, stage_starts
+from eventlog import OUTSIDE, app_log, events, job_stages, shuffle_read_bytes, spark_properties, stage_starts
 from neardup.pipeline import BROADCAST_ROWS
 from neardup_testkit.synth import CorpusSpec
 from neardup_testkit.truth import Truth, ensure_corpus, score
@@ -81,6 +81,16 @@ EVENT_LOG_CONF = [
     "spark.executor.metrics.pollingInterval=500ms",
 ]
 STARTUP = "start-up"  # the time before a run's first Spark job
+# The Spark settings of a run that its figures depend on, recorded from its event log.
+SPARK_CONF_SHOWN = (
+    "spark.master",
+    "spark.driver.memory",
+    "spark.sql.shuffle.partitions",
+    "spark.sql.files.maxPartitionBytes",
+    "spark.sql.adaptive.enabled",
+    "spark.sql.adaptive.coalescePartitions.enabled",
+    "spark.sql.autoBroadcastJoinThreshold",
+)
 # StageFigures field <- the executor metric whose peak it holds.
 EXECUTOR_METRICS = [
     ("jvm_heap", "JVMHeapMemory"),
@@ -238,6 +248,7 @@ class SizeRun:
     # first Spark job and the next's; STARTUP before the first.
     stage_cpu: dict[str, float] = field(default_factory=dict)
     disk_peak_bytes: int = 0  # the most disk the run took at once (free space before - least free)
+    spark_conf: dict[str, str] = field(default_factory=dict)  # SPARK_CONF_SHOWN, as the run had them
     local_peak_bytes: int = 0  # the most under spark.local.dir at once (shuffle, spill, disk blocks)
     scores: dict[str, float] = field(default_factory=dict)
     scored: str = ""  # against what, or why not
@@ -397,7 +408,7 @@ def run_size(docs: int, args: argparse.Namespace) -> SizeRun:
         print(f"{m.wall:.1f} s wall, {m.cpu:.1f} s CPU; {run.scored}", flush=True)
     if any(logs.iterdir()):  # a failed run's log too: its failed tasks and retries
         try:
-            run.stages = {k: asdict(v) for k, v in stage_figures(app_log(logs)).items()}
+            read_event_log(run, logs)
             run.stage_cpu = cpu_by_stage(samples, stage_starts(app_log(logs)))
         except (ValueError, json.JSONDecodeError) as e:  # a log cut short by a crash
             run.error = run.error or f"event log unreadable: {e}"
@@ -425,6 +436,7 @@ def _mb(n: float) -> str:
     return f"{n / MB:,.1f}"
 
 
+# Sizes: MB, GB and TB are 2^20, 2^30 and 2^40 bytes throughout, as Spark's UI shows them.
 def _gb(n: float) -> str:
     return f"{n / 2**30:,.1f}" if n >= 2**30 else f"{n / 2**30:,.2f}"
 
@@ -714,7 +726,10 @@ def project(run: SizeRun, nodes: int, cores: int, args: argparse.Namespace) -> P
     batch = int(run.report.get("memory", {}).get("batch_bytes", 16 * MB))
     slot = 110 * MB + 3 * largest_doc + batch + tot.peak_execution
     executor = 300 * MB + cores * slot
-    python = tot.python_rss / max(args.workers, 1) * cores  # each slot's Python worker
+    # Outside the heap: each slot's Python worker and its share of the NIO direct buffers (as
+    # measured over the run's slots), and the JVM's own non-heap memory (metaspace, code) once.
+    per_slot = (tot.python_rss + tot.direct_pool) / max(args.workers, 1)
+    overhead = per_slot * cores + tot.jvm_offheap
     return Projection(
         nodes,
         cores,
@@ -724,7 +739,7 @@ def project(run: SizeRun, nodes: int, cores: int, args: argparse.Namespace) -> P
         partitions,
         input_tasks,
         math.ceil(executor / MB / 1024) * 1024,
-        math.ceil(python / MB / 1024) * 1024,
+        math.ceil(overhead / MB / 1024) * 1024,
         run.local_peak_bytes * scale / nodes,
     )
 
@@ -740,7 +755,10 @@ def _hours(s: float | None) -> str:
     return f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.0f} min"
 
 
-def _bounds(run: SizeRun) -> list[tuple[str, float, str]]:
+NOT_MEASURED = "not in the neardup measured"
+
+
+def _bounds(run: SizeRun) -> list[tuple[str, str, float, str]]:
     """Each BROADCAST_ROWS bound in the pipeline: the rows it counts per document at this size,
     and what happens past it."""
     c = run.report.get("counts", {})
@@ -748,26 +766,33 @@ def _bounds(run: SizeRun) -> list[tuple[str, float, str]]:
     cand, ver, exact = c.get("candidate_pairs", 0), c.get("verified_pairs", 0), c.get("exact_duplicates", 0)
     dropped = c.get("input", n) - c.get("kept", n)
     return [
-        ("verify: the ends of the candidate pairs (2 x candidates)", 2 * cand / n, "shuffle joins"),
+        ("verify", "verify: the ends of the candidate pairs (2 x candidates)", 2 * cand / n, "shuffle joins"),
         (
+            "components",
             "components on the driver (verified edges)"
             + (
                 ""
                 if run.report.get("components", {}).get("backend") == "driver"
-                else " (not in the neardup measured: its components ran "
+                else f" ({NOT_MEASURED}: its components ran "
                 f"{run.report.get('components', {}).get('backend')}, distributed, at every size)"
             ),
             ver / n,
             "the distributed backend",
         ),
-        ("survivors and guard: component nodes (2 x verified edges)", 2 * ver / n, "shuffle joins"),
         (
+            "survivors",
+            "survivors and guard: component nodes (2 x verified edges)",
+            2 * ver / n,
+            "shuffle joins",
+        ),
+        (
+            "write",
             "write, assign_members: 2 x verified edges + exact copies",
             (2 * ver + exact) / n,
             "sort-merge joins by kept id",
         ),
-        ("write: ids dropped from kept/ (input - kept)", dropped / n, "a shuffle anti-join"),
-        ("exact: copies of exact groups", exact / n, "a shuffle anti-join"),
+        ("write", "write: ids dropped from kept/ (input - kept)", dropped / n, "a shuffle anti-join"),
+        ("exact", "exact: copies of exact groups", exact / n, "a shuffle anti-join"),
     ]
 
 
@@ -810,14 +835,14 @@ def render_readme(runs: list[SizeRun], args: argparse.Namespace) -> str:
         "| cluster | wall, from CPU | wall, from task time | shuffle written | spark.sql.shuffle.partitions "
         "| input tasks "
         f"(maxPartitionBytes {args.max_partition_mb} MB) | spark.executor.memory "
-        "| Python workers' memory per executor | Spark local disk per node |",
+        "| spark.executor.memoryOverhead | Spark local disk per node |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for nodes in args.nodes:
         p = project(base, nodes, args.cores, args)
         lines.append(
             f"| {nodes} nodes x {args.cores} cores | {_hours(p.wall_cpu_s)} | {_hours(p.wall_s)} "
-            f"| {p.shuffle_bytes / 1e12:,.1f} TB "
+            f"| {p.shuffle_bytes / 2**40:,.1f} TB "
             f"| {p.partitions:,} | {p.input_tasks:,} | {p.executor_mb // 1024} GB "
             f"(spark.executor.cores={args.cores}) | {p.overhead_mb // 1024} GB "
             f"| {f'{p.local_disk_per_node / 2**30:,.0f} GB' if p.local_disk_per_node else '-'} |"
@@ -832,8 +857,10 @@ def render_readme(runs: list[SizeRun], args: argparse.Namespace) -> str:
         "time in its slot, the Python worker's work included, and on a loaded machine its wait for a core) "
         f"x 10^9 / (nodes x cores x efficiency): an upper bound. Efficiency {args.efficiency} is the "
         f"assumed share of the slots kept busy (stage barriers, stragglers, the driver's own work); on this "
-        f"machine the {base.docs:,}-document run kept {tot.run_s / (args.workers * base.wall()):.2f} of its "
-        f"{args.workers} slots busy. "
+        f"machine the {base.docs:,}-document run's process tree used "
+        f"{base.measure['cpu'] / (args.workers * base.wall()):.2f} of its {args.workers} cores "
+        f"(CPU seconds over {args.workers} x wall), and its tasks held "
+        f"{tot.run_s / (args.workers * base.wall()):.2f} of its slots. "
         f"A cluster core is taken to be as fast as one of this machine's ({base.machine.get('cpu', '?')}, "
         "shared with other work); network shuffle is taken to cost no more than local disk. Stages that "
         "change plan past a bound of the last table (a shuffle join for a broadcast, the components "
@@ -859,9 +886,10 @@ def render_readme(runs: list[SizeRun], args: argparse.Namespace) -> str:
         + "); rounded up to whole GB. Heavier-tailed text needs the rule with its own largest document.",
         "- Spark local disk per node: the most the run held at once under spark.local.dir (shuffle files, "
         "spills, blocks on disk), scaled to 10^9 and spread evenly over the nodes.",
-        f"- Python workers: the peak resident memory of the run's Python workers over its "
-        f"{args.workers} slots ({_mb(tot.python_rss)} MB), per slot x cores, outside the heap "
-        "(spark.executor.memoryOverhead or spark.executor.pyspark.memory).",
+        f"- spark.executor.memoryOverhead (outside the heap): per slot, the measured peaks over the run's "
+        f"{args.workers} slots of the Python workers' resident memory ({_mb(tot.python_rss)} MB) and of the "
+        f"JVM's NIO direct buffers ({_mb(tot.direct_pool)} MB), x cores; plus the JVM's non-heap memory "
+        f"(metaspace, code: {_mb(tot.jvm_offheap)} MB); rounded up to whole GB.",
         "",
     ]
     lines += render_superlinear(ok)
@@ -925,12 +953,79 @@ def render_superlinear(ok: list[SizeRun]) -> list[str]:
         "| bound | rows per document | crossed at about | then |",
         "|---|---:|---:|---|",
     ]
-    for what, per_doc, then in _bounds(ok[-1]):
+    bounds = _bounds(ok[-1])
+    for _, what, per_doc, then in bounds:
         at = f"{BROADCAST_ROWS / per_doc:,.0f} documents" if per_doc else "never"
         if per_doc and BROADCAST_ROWS / per_doc <= ok[-1].docs:
             at += " (crossed in the runs measured)"
         lines.append(f"| {what} | {per_doc:.4f} | {at} | {then} |")
-    return [*lines, ""]
+    return [*lines, "", *_crossings(ok, bounds), *_spill(ok[-1])]
+
+
+def _crossings(ok: list[SizeRun], bounds: list[tuple[str, str, float, str]]) -> list[str]:
+    """What the bounds crossed in the runs did to their stages, and when the others cross."""
+    last = ok[-1]
+    # A bound the neardup measured does not have (see _bounds) neither crossed nor lies ahead.
+    bounds = [b for b in bounds if NOT_MEASURED not in b[1]]
+    crossed = [(stage, x) for stage, _, x, _ in bounds if x and BROADCAST_ROWS / x <= last.docs]
+    ahead = sorted(BROADCAST_ROWS / x for _, _, x, _ in bounds if x and BROADCAST_ROWS / x > last.docs)
+    lines = []
+    if crossed and len(ok) >= 2:
+        a, b = ok[-2], last
+        fa, fb = a.figures(), b.figures()
+        said = []
+        for stage, x in crossed:
+            if stage in fa and stage in fb and fa[stage].shuffle_write_bytes:
+                ratio = (fb[stage].shuffle_write_bytes / b.docs) / (fa[stage].shuffle_write_bytes / a.docs)
+                said.append(
+                    f"{stage} (at about {BROADCAST_ROWS / x:,.0f} documents; its shuffle bytes per document "
+                    f"x{ratio:.2f} and its task time per document "
+                    f"x{(fb[stage].run_s / b.docs) / (fa[stage].run_s / a.docs):.2f} from {a.docs:,} to "
+                    f"{b.docs:,})"
+                )
+        if said:
+            lines += [
+                "Crossed between the runs measured: " + "; ".join(said) + ". That is a step, not a trend: "
+                "past its bound the stage shuffles what it broadcast before, and its figures per document at "
+                f"{b.docs:,} are the ones a larger run pays.",
+                "",
+            ]
+    if ahead:
+        lines += [
+            f"Not yet crossed at {last.docs:,} documents: the other bounds fall between {ahead[0]:,.0f} and "
+            f"{ahead[-1]:,.0f} documents, so a billion-document run is past all of them; each turns a "
+            "broadcast into a shuffle of its stage, a step like the one above that this projection, scaled "
+            f"from {last.docs:,} documents, does not include (those stages took "
+            f"{_share(last, {s for s, _, x, _ in bounds if x and BROADCAST_ROWS / x > last.docs})} of the "
+            "run's task time there).",
+            "",
+        ]
+    return lines
+
+
+def _share(run: SizeRun, stages: set[str]) -> str:
+    figs = run.figures()
+    part = sum(f.run_s for name, f in figs.items() if name in stages)
+    return f"{part / total(figs).run_s:.0%}"
+
+
+def _spill(run: SizeRun) -> list[str]:
+    """Where the largest run spilled, with the shuffle partitions it had."""
+    spilled = [(n, f) for n, f in run.figures().items() if f.memory_spilled]
+    if not spilled:
+        return [f"Nothing spilled at {run.docs:,} documents.", ""]
+    parts = ", ".join(
+        f"{n} {_mb(f.memory_spilled)} MB from memory ({_mb(f.disk_spilled)} MB on disk; its largest task "
+        f"read {_mb(f.largest_task_read)} MB of shuffle)"
+        for n, f in spilled
+    )
+    return [
+        f"Spill at {run.docs:,} documents: {parts}; with spark.sql.shuffle.partitions="
+        f"{run.spark_conf.get('spark.sql.shuffle.partitions', '?')} (neardup's local setting) and "
+        f"spark.driver.memory={run.driver_memory} for {run.spark_conf.get('spark.master', '?')}. Partitions "
+        "sized as above give each task a fraction of that.",
+        "",
+    ]
 
 
 # --------------------------------------------------------------------------- main
@@ -941,12 +1036,19 @@ def work_of(corpus: Path) -> Path:
     return corpus.parent / "runs" / "scale"
 
 
+def read_event_log(run: SizeRun, logs: Path) -> None:
+    log = app_log(logs)
+    run.stages = {k: asdict(v) for k, v in stage_figures(log).items()}
+    props = spark_properties(log)
+    run.spark_conf = {k: props[k] for k in SPARK_CONF_SHOWN if k in props}
+
+
 def reread(runs: dict[int, SizeRun]) -> None:
     """Each run's figures per stage again from its event log, where it is still on disk."""
     for run in runs.values():
         logs = work_of(Path(run.corpus)) / "eventlog"
         if logs.is_dir() and any(logs.iterdir()):
-            run.stages = {k: asdict(v) for k, v in stage_figures(app_log(logs)).items()}
+            read_event_log(run, logs)
             print(f"{run.docs:,}: figures read again from {logs}", flush=True)
 
 
