@@ -502,6 +502,11 @@ def render_size(run: SizeRun) -> list[str]:
         ),
         *_earlier(run),
         *_disk(run),
+        *(
+            ["- Spark settings: " + ", ".join(f"{k}={v}" for k, v in run.spark_conf.items())]
+            if run.spark_conf
+            else []
+        ),
         "",
         "| stage | wall s | CPU s | Spark stages | tasks | task s | JVM CPU s | GC s | input MB "
         "| shuffle write MB | shuffle read MB | records read | spill mem MB | spill disk MB | peak exec MB "
