@@ -349,32 +349,42 @@ def _score(run: SizeRun, out: Path, corpus: Path, args: argparse.Namespace) -> N
 
 
 def run_size(docs: int, args: argparse.Namespace) -> SizeRun:
+    """One size, corpus and run, holding the benchmark lock throughout (a lock taken twice
+    lets another benchmark in between)."""
     run = SizeRun(docs, neardup=measured_package(), driver_memory=args.driver_memory)
     run.command = " ".join(["python", "jobs/benchmark.py", "scale", *sys.argv[1:]])
-    cache = Path(args.cache)
-    spec = CorpusSpec(num_docs=docs, seed=args.seed, **CORPORA["synth"])
-    t0 = time.perf_counter()
+    print(f"{docs:,}: waiting for the lock {args.lock} ...", flush=True)
     with locked(args.lock) as waited:
-        corpus, reused = ensure_corpus(spec, cache, num_shards=0)
+        run.lock_wait_s = waited
+        return _run_size(run, args)
+
+
+def _run_size(run: SizeRun, args: argparse.Namespace) -> SizeRun:
+    run.machine = machine()
+    spec = CorpusSpec(num_docs=run.docs, seed=args.seed, **CORPORA["synth"])
+    t0 = time.perf_counter()
+    corpus, reused = ensure_corpus(spec, Path(args.cache), num_shards=0)
     print(
-        f"{docs:,}: corpus {corpus.path} ({'reused' if reused else 'generated'}; "
-        f"{time.perf_counter() - t0:.0f} s, {waited:.0f} s waiting for the lock)",
+        f"{run.docs:,}: corpus {corpus.path} ({'reused' if reused else 'generated'} in "
+        f"{time.perf_counter() - t0:.0f} s, after {run.lock_wait_s:.0f} s waiting for the lock)",
         flush=True,
     )
     run.corpus, run.corpus_bytes = str(corpus.path), corpus.path.stat().st_size
     work = work_of(corpus.path)
-    shutil.rmtree(work, ignore_errors=True)  # the previous run's outputs, before the space check
-    work.mkdir(parents=True)
-    free = shutil.disk_usage(work).free
+    # The previous run's files (deleted below) count as free: the check comes first, so that a
+    # run refused for space leaves the previous one's event log.
+    free = shutil.disk_usage(corpus.path.parent).free + (_tree_bytes(work) if work.exists() else 0)
     need = DISK_FACTOR * run.corpus_bytes
     if free < need:
         run.error = (
-            f"not run: {free / 2**30:.1f} GB free under {work}, {need / 2**30:.1f} GB needed "
+            f"{NOT_RUN}: {free / 2**30:.1f} GB free under {work.parent}, {need / 2**30:.1f} GB needed "
             f"({DISK_FACTOR} x the {run.corpus_bytes / 2**30:.1f} GB corpus: its kept/ output and "
             "shuffle files)"
         )
         print(run.error, flush=True)
         return run
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
     logs, out, local = work / "eventlog", work / "out", work / "spark-local"
     logs.mkdir()
     local.mkdir()
@@ -385,16 +395,14 @@ def run_size(docs: int, args: argparse.Namespace) -> SizeRun:
         f"spark.local.dir={local}",  # Spark's scratch where its size can be watched (same disk)
     ]
     cmd = neardup_command(corpus.path, out, args.workers, conf)
-    with locked(args.lock) as waited:
-        run.lock_wait_s = waited
-        print(f"{docs:,}: running neardup ({waited:.0f} s waiting for the lock) ...", end=" ", flush=True)
-        run.machine = machine()  # its date: when the run started
-        run.load_start = list(os.getloadavg())
-        samples: list[tuple[float, float]] = []
-        with DiskWatch(work, local) as disk:
-            m = run_measured(cmd, work / "log.txt", args.timeout, cpu_samples=samples)
-        run.disk_peak_bytes, run.local_peak_bytes = disk.peak, disk.local_peak
-        run.load_end = list(os.getloadavg())
+    print(f"{run.docs:,}: running neardup ...", end=" ", flush=True)
+    run.machine = machine()  # its date: when the run started
+    run.load_start = list(os.getloadavg())
+    samples: list[tuple[float, float]] = []
+    with DiskWatch(work, local) as disk:
+        m = run_measured(cmd, work / "log.txt", args.timeout, cpu_samples=samples)
+    run.disk_peak_bytes, run.local_peak_bytes = disk.peak, disk.local_peak
+    run.load_end = list(os.getloadavg())
     run.measure = asdict(m)
     if m.timed_out or m.returncode != 0:
         tail = (work / "log.txt").read_text(errors="replace").strip().splitlines()[-3:]
@@ -704,7 +712,7 @@ class Projection:
     nodes: int
     cores: int
     wall_s: float  # from task time
-    wall_cpu_s: float | None  # from process-tree CPU time, where the run recorded it by stage
+    wall_cpu_s: float  # from process-tree CPU time
     shuffle_bytes: float
     partitions: int
     input_tasks: int
@@ -720,7 +728,7 @@ def project(run: SizeRun, nodes: int, cores: int, args: argparse.Namespace) -> P
     scale = BILLION / run.docs
     slots = nodes * cores
     wall = tot.run_s * scale / (slots * args.efficiency)
-    wall_cpu = stages_cpu(run) * scale / (slots * args.efficiency) if run.stage_cpu else None
+    wall_cpu = stages_cpu(run) * scale / (slots * args.efficiency)
     largest_read = max(f.largest_stage_read for f in figs.values()) * scale
     partitions = max(slots, math.ceil(largest_read / (args.shuffle_task_mb * MB)))
     partitions = math.ceil(partitions / slots) * slots  # whole waves
@@ -750,7 +758,10 @@ def project(run: SizeRun, nodes: int, cores: int, args: argparse.Namespace) -> P
 
 
 def stages_cpu(run: SizeRun) -> float:
-    """The process tree's CPU seconds during the stages: the run's, but for its start-up."""
+    """The process tree's CPU seconds during the stages: the run's, but for its start-up (a run
+    that did not record its CPU by stage: the whole run's)."""
+    if not run.stage_cpu:
+        return float(run.measure.get("cpu", 0.0))
     return sum(v for k, v in run.stage_cpu.items() if k != STARTUP)
 
 
@@ -761,6 +772,7 @@ def _hours(s: float | None) -> str:
 
 
 NOT_MEASURED = "not in the neardup measured"
+NOT_RUN = "not run"  # how a run refused before it starts (disk space) begins its error
 
 
 def _bounds(run: SizeRun) -> list[tuple[str, str, float, str]]:
@@ -833,8 +845,9 @@ def render_readme(runs: list[SizeRun], args: argparse.Namespace) -> str:
         "### A billion documents: the cost model",
         "",
         f"From the {base.docs:,}-document run's own metrics, per document, multiplied by 1,000,000,000 "
-        f"({_per_doc_us(stages_cpu(base) if base.stage_cpu else None, base) or '-'} us of process-tree CPU "
-        f"during the stages, {tot.run_s / base.docs * 1e6:,.1f} us of task time and "
+        f"({_per_doc_us(stages_cpu(base), base)} us of process-tree CPU "
+        + ("during the stages" if base.stage_cpu else "over the whole run (not recorded by stage)")
+        + f", {tot.run_s / base.docs * 1e6:,.1f} us of task time and "
         f"{tot.shuffle_write_bytes / base.docs:,.0f} shuffle bytes a document):",
         "",
         "| cluster | wall, from CPU | wall, from task time | shuffle written | spark.sql.shuffle.partitions "
@@ -1100,9 +1113,12 @@ def main() -> None:
     if not args.render:
         for docs in [int(x) for x in args.docs.split(",")]:
             new = run_size(docs, args)
-            if docs in runs:
-                new.earlier = [*runs[docs].earlier, runs[docs].brief()]
-            runs[docs] = new
+            old = runs.get(docs)
+            if old is not None and new.error.startswith(NOT_RUN) and not old.error:
+                old.earlier.append(new.brief())  # a refused run leaves the figures it would replace
+            else:
+                new.earlier = [*old.earlier, old.brief()] if old is not None else []
+                runs[docs] = new
             save(runs, args.json)
             write_reports(runs, args)
     elif args.reread:
