@@ -637,7 +637,12 @@ def _ratio_line(runs: dict[int, SizeRun], goal: float) -> str:
     verdict = "within" if ratio <= goal else "over"
     return (
         f"Wall time, 10,000,000 / 1,000,000 documents: {large.wall():.1f} s / {small.wall():.1f} s = "
-        f"**{ratio:.2f}** ({verdict} the goal of {goal})."
+        f"**{ratio:.2f}** ({verdict} the goal of {goal}); the process tree's CPU time "
+        f"{large.measure['cpu']:.1f} s / {small.measure['cpu']:.1f} s = "
+        f"{large.measure['cpu'] / small.measure['cpu']:.2f}. The machine is shared: load average "
+        f"(1 min) at the start of the runs {small.load_start[0]:.2f} (1,000,000) and "
+        f"{large.load_start[0]:.2f} (10,000,000) on {large.machine.get('cpu', '?').split(',')[0]}; "
+        "CPU time is less disturbed by other work than wall time."
     )
 
 
@@ -646,18 +651,19 @@ def _memory_line(runs: dict[int, SizeRun]) -> str:
     if not small or not large or small.error or large.error:
         return ""
     sm, lm = small.measure, large.measure
-    sh, lh = total(small.figures()).jvm_heap, total(large.figures()).jvm_heap
+    st, lt = total(small.figures()), total(large.figures())
 
     def change(a: float, b: float) -> str:
         return f"{a:,.0f} -> {b:,.0f} MB ({b / a:.2f}x)" if a else f"{a:,.0f} -> {b:,.0f} MB"
 
     return (
         f"Driver memory, 1,000,000 -> 10,000,000 documents: the Python driver's RSS "
-        f"{change(sm['driver_mb'], lm['driver_mb'])}; the JVM's RSS {change(sm['jvm_mb'], lm['jvm_mb'])}; "
-        f"its heap in use at most {change(sh / MB, lh / MB)} with "
-        f"spark.driver.memory={large.driver_memory} (the heap's bound; in local mode the driver also "
-        "runs the tasks, and the heap figure includes garbage not yet collected; RSS adds metaspace, "
-        "code, threads and direct buffers to the heap)."
+        f"{change(sm['driver_mb'], lm['driver_mb'])}; the JVM (in local mode the Spark driver also runs "
+        f"the tasks) with spark.driver.memory={large.driver_memory}: its heap in use at most "
+        f"{change(st.jvm_heap / MB, lt.jvm_heap / MB)} (within the heap's bound; garbage not yet "
+        f"collected included), its RSS {change(sm['jvm_mb'], lm['jvm_mb'])}, which adds to the heap the "
+        f"NIO direct buffers ({change(st.direct_pool / MB, lt.direct_pool / MB)}), metaspace and code "
+        f"({change(st.jvm_offheap / MB, lt.jvm_offheap / MB)}), threads and native allocations."
     )
 
 
@@ -688,9 +694,11 @@ def render_results(runs: list[SizeRun], goal: float) -> str:
         "included; `JVM CPU s` is executorCpuTime, the task threads' CPU only (a task thread waits "
         "while its Python worker signs or verifies). `wall s` is report.json's; stages also run work "
         "on the driver (planning, collects, components on the driver), which no task metric counts. "
-        "Peaks: `peak exec MB` is the largest task's peak execution memory; `heap peak MB` and "
-        "`Python RSS MB` are the stage executor metrics (JVM heap in use, garbage included; the "
-        "Python workers' resident memory).",
+        "`CPU s` is the process tree's CPU time (Python workers, JVM, driver) from the stage's first "
+        "Spark job to the next stage's, sampled every 0.2 s (blank where a run did not record it). "
+        "`peak exec MB` is the largest task's peak execution memory; the memory table under each "
+        "size holds the stage executor metrics' peaks (the JVM heap in use includes garbage not yet "
+        "collected).",
         "",
     ]
     for line in (_ratio_line(by_docs, goal), _memory_line(by_docs), _faults_line(runs)):
