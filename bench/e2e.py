@@ -128,7 +128,13 @@ class Measure:
     timed_out: bool = False
 
 
-def run_measured(cmd: list[str], log: Path, timeout: float, env: dict[str, str] | None = None) -> Measure:
+def run_measured(
+    cmd: list[str],
+    log: Path,
+    timeout: float,
+    env: dict[str, str] | None = None,
+    cpu_samples: list[tuple[float, float]] | None = None,
+) -> Measure:
     """Run cmd in its own session; sample its process tree until it exits (or time out).
 
     CPU: the larger of (a) the sum over every process seen of its last sampled user+system
@@ -136,7 +142,8 @@ def run_measured(cmd: list[str], log: Path, timeout: float, env: dict[str, str] 
     misses up to one sample period of short-lived processes, (b) misses processes nobody
     waited for (the JVM); together they are within a fraction of a second.
     Memory: the sum of RSS over the tree, so pages shared between forked workers count
-    once per process, as `ps` shows them.
+    once per process, as `ps` shows them. `cpu_samples`, if given, receives (epoch seconds,
+    the tree's CPU seconds so far) at every sample: how the CPU time falls over the run.
     """
     m = Measure()
     last_cpu: dict[tuple[int, float], float] = {}
@@ -171,6 +178,8 @@ def run_measured(cmd: list[str], log: Path, timeout: float, env: dict[str, str] 
                 except psutil.Error:
                     continue
             m.peak_mb = max(m.peak_mb, rss / 2**20)
+            if cpu_samples is not None:
+                cpu_samples.append((time.time(), sum(last_cpu.values())))
             if time.perf_counter() - start > timeout and not m.timed_out:
                 m.timed_out = True
                 os.killpg(proc.pid, signal.SIGKILL)  # the session we started: the tool and its children
@@ -256,12 +265,17 @@ def run_neardup(
         f"LSH {report.get('bands', {}).get('bands')}x{report.get('bands', {}).get('rows')}, "
         f"components={report.get('components', {}).get('backend')}; local[{args.workers}]"
     )
+    return row, output_labels(out, corpus.path)
+
+
+def output_labels(out: Path, corpus: Path) -> np.ndarray:
+    """Each corpus row's cluster in neardup's clusters/ under `out` (-1: in none), in the
+    corpus's row order, as the truth's labels are."""
     clusters = pq.read_table(out / "clusters", columns=["id", "cluster_id"])
-    corpus_ids = pq.read_table(corpus.path, columns=["id"]).column("id").to_numpy()
+    corpus_ids = pq.read_table(corpus, columns=["id"]).column("id").to_numpy()
     cid = clusters.column("cluster_id").to_numpy(zero_copy_only=False)
     ids = clusters.column("id").to_numpy()
-    labels = labels_from_ids(corpus_ids, ids, np.nan_to_num(cid, nan=-1).astype(np.int64))
-    return row, labels
+    return labels_from_ids(corpus_ids, ids, np.nan_to_num(cid, nan=-1).astype(np.int64))
 
 
 def run_peer(
@@ -539,11 +553,16 @@ def corpus_stats(corpus: Corpus) -> dict[str, float]:
     return stats
 
 
+def truth_path(corpus: Path, threshold: float, sample: int) -> Path:
+    """Where a corpus file's ground truth is kept, beside it."""
+    return corpus.parent / f"truth-t{threshold}-s{sample}.npz"
+
+
 def cached_truth(corpus: Corpus, threshold: float, sample: int) -> tuple[Truth, str]:
     """The corpus's ground truth, computed once and kept beside it; and "reused" or "computed"."""
-    truth_path = corpus.path.parent / f"truth-t{threshold}-s{sample}.npz"
-    if truth_path.exists():
-        z = np.load(truth_path)
+    saved = truth_path(corpus.path, threshold, sample)
+    if saved.exists():
+        z = np.load(saved)
         return Truth(labels=z["labels"], **json.loads(str(z["meta"]))), "reused"
     table = pq.read_table(corpus.path, columns=["text", "cluster"])
     # 64-bit offsets: the truth takes rows across chunks, which overflows 32-bit string
@@ -552,7 +571,7 @@ def cached_truth(corpus: Corpus, threshold: float, sample: int) -> tuple[Truth, 
     truth = ground_truth(table, threshold, sample=sample)
     del table
     meta = {k: v for k, v in truth.__dict__.items() if k != "labels"}
-    np.savez(truth_path, labels=truth.labels, meta=json.dumps(meta))
+    np.savez(saved, labels=truth.labels, meta=json.dumps(meta))
     return truth, "computed"
 
 

@@ -43,6 +43,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from e2e import PYTHON, Measure, machine, run_measured
+from eventlog import app_log, events
 from neardup.runtime.memory import human
 from neardup_testkit.synth import CorpusSpec
 from neardup_testkit.truth import ensure_corpus
@@ -107,35 +108,23 @@ class ScanFigures:
     rows_kept: int  # rows out of the left-semi joins right above them
 
 
-def _event_files(log_dir: Path) -> list[Path]:
-    (app,) = list(log_dir.iterdir())
-    if app.is_dir():  # Spark 4: a directory of rolled files
-        return sorted(app.glob("events_*"), key=lambda f: int(f.name.split("_")[1]))
-    return [app]
-
-
 def texts_read(log_dir: Path, location: str) -> ScanFigures:
     """Sum SQL metrics over the physical plans (initial and adaptive) of every query: the
     scan nodes whose location is under `location`, and the left-semi joins above them.
     Each metric is an accumulator; counted once, whatever plan versions repeat it."""
     plans: list[dict[str, Any]] = []
     totals: dict[int, int] = defaultdict(int)
-    for f in _event_files(log_dir):
-        for line in f.read_text().splitlines():
-            e = json.loads(line)
-            kind = e.get("Event", "")
-            if kind.endswith("SQLExecutionStart") or kind.endswith("SQLAdaptiveExecutionUpdate"):
-                plans.append(e["sparkPlanInfo"])
-            elif kind == "SparkListenerTaskEnd":
-                for acc in (e.get("Task Info") or {}).get("Accumulables", []):
-                    if (
-                        isinstance(acc.get("Update"), int | str)
-                        and str(acc.get("Update")).lstrip("-").isdigit()
-                    ):
-                        totals[int(acc["ID"])] += int(acc["Update"])
-            elif kind.endswith("DriverAccumUpdates"):
-                for acc_id, value in e.get("accumUpdates", []):
-                    totals[int(acc_id)] += int(value)
+    for e in events(app_log(log_dir)):
+        kind = e.get("Event", "")
+        if kind.endswith("SQLExecutionStart") or kind.endswith("SQLAdaptiveExecutionUpdate"):
+            plans.append(e["sparkPlanInfo"])
+        elif kind == "SparkListenerTaskEnd":
+            for acc in (e.get("Task Info") or {}).get("Accumulables", []):
+                if isinstance(acc.get("Update"), int | str) and str(acc.get("Update")).lstrip("-").isdigit():
+                    totals[int(acc["ID"])] += int(acc["Update"])
+        elif kind.endswith("DriverAccumUpdates"):
+            for acc_id, value in e.get("accumUpdates", []):
+                totals[int(acc_id)] += int(value)
     scans: dict[int, tuple[int, int]] = {}  # output-rows accumulator -> (rows, file bytes)
     kept: dict[int, int] = {}
 

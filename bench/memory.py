@@ -33,11 +33,11 @@ import shutil
 import subprocess
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
+from eventlog import OUTSIDE, app_log, events, job_stages
 from neardup.runtime.memory import MiB, human
 from neardup_testkit import synth
 
@@ -86,20 +86,6 @@ def _run(
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
 
 
-def events(event_log: Path) -> Iterator[dict[str, Any]]:
-    """The events of one application's event log, in order."""
-    # Spark 4 writes a directory of rolled files (eventlog_v2_*/events_<n>_*), Spark 3 one file.
-    files = (
-        sorted(event_log.glob("events_*"), key=lambda f: int(f.name.split("_")[1]))
-        if event_log.is_dir()
-        else [event_log]
-    )
-    for f in files:
-        with f.open() as lines:
-            for line in lines:
-                yield json.loads(line)
-
-
 def stage_peaks(event_log: Path) -> dict[str, dict[str, int]]:
     """neardup stage -> metric -> peak, from SparkListenerStageExecutorMetrics events, with
     Spark stages mapped to neardup stages through their jobs' descriptions."""
@@ -109,14 +95,13 @@ def stage_peaks(event_log: Path) -> dict[str, dict[str, int]]:
     for event in events(event_log):
         kind = event.get("Event")
         if kind == "SparkListenerJobStart":
-            desc = (event.get("Properties") or {}).get("spark.job.description") or "outside stages"
-            name = desc.removeprefix("neardup: ").split(" ")[0]
-            for sid in event.get("Stage IDs", []):
-                stage_of[int(sid)] = name
+            name, ids = job_stages(event)
+            for sid in ids:
+                stage_of[sid] = name
         elif kind == "SparkListenerStageExecutorMetrics":
             pending.append(event)
     for event in pending:
-        name = stage_of.get(int(event["Stage ID"]), "outside stages")
+        name = stage_of.get(int(event["Stage ID"]), OUTSIDE)
         for metric, value in (event.get("Executor Metrics") or {}).items():
             if metric in METRICS:
                 peaks[name][metric] = max(peaks[name].get(metric, 0), int(value))
@@ -146,8 +131,7 @@ def profile(args: argparse.Namespace) -> str:
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         sys.exit(f"neardup failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    (log,) = list(logs.iterdir())
-    peaks = stage_peaks(log)
+    peaks = stage_peaks(app_log(logs))
     report = json.loads((Path(args.cache) / "out-profile" / "report.json").read_text())
     order = [s for s in report["seconds"] if s != "total"]
     lines = [

@@ -49,12 +49,12 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from e2e import Measure, cached_truth, machine, neardup_command, run_measured
-from memory import events
+from e2e import Measure, cached_truth, machine, neardup_command, output_labels, run_measured, truth_path
+from eventlog import OUTSIDE, app_log, events, job_stages, shuffle_read_bytes
 from neardup_testkit import skew, synth
 from neardup_testkit.skew import SkewSpec
 from neardup_testkit.synth import CorpusSpec
-from neardup_testkit.truth import SkewTruth, ensure_corpus, labels_from_ids, score, skewed_truth
+from neardup_testkit.truth import SkewTruth, ensure_corpus, score, skewed_truth
 
 BENCH = Path(__file__).resolve().parent
 # A shuffle stage that reads less than this in all is left out of the table (counts, the
@@ -79,15 +79,15 @@ def skewed_corpus(base: CorpusSpec, spec: SkewSpec, cache: Path) -> Path:
 
 
 def cached_skewed_truth(path: Path, threshold: float, sample: int, base: Any) -> SkewTruth:
-    truth_path = path.parent / f"truth-t{threshold}-s{sample}.npz"
-    if truth_path.exists():
-        z = np.load(truth_path)
+    saved = truth_path(path, threshold, sample)
+    if saved.exists():
+        z = np.load(saved)
         meta = json.loads(str(z["meta"]))
         return SkewTruth(labels=z["labels"], base=base, **meta)
     table = pq.read_table(path, columns=["text", "cluster", "target_jaccard"])
     found = skewed_truth(table, threshold, sample, base=base)
     meta = {k: v for k, v in found.__dict__.items() if k not in ("labels", "base")}
-    np.savez(truth_path, labels=found.labels, meta=json.dumps(meta))
+    np.savez(saved, labels=found.labels, meta=json.dumps(meta))
     return found
 
 
@@ -133,22 +133,20 @@ def shuffle_reads(event_log: Path) -> list[StageTasks]:
             info = event["Stage Info"]
             what[int(info["Stage ID"])] = _operators(info)
         if kind == "SparkListenerJobStart":
-            group = (event.get("Properties") or {}).get("spark.jobGroup.id") or ""
-            # neardup-<run_id>-<stage>; jobs outside a stage have no group.
-            stage = group.split("-", 2)[2] if group.startswith("neardup-") else "outside stages"
-            for sid in event.get("Stage IDs", []):
-                group_of.setdefault(int(sid), stage)
+            stage, ids = job_stages(event)
+            for sid in ids:
+                group_of.setdefault(sid, stage)
         elif kind == "SparkListenerTaskEnd":
             if (event.get("Task End Reason") or {}).get("Reason") != "Success":
                 continue
             read = (event.get("Task Metrics") or {}).get("Shuffle Read Metrics") or {}
             sid, attempt = int(event["Stage ID"]), int(event["Stage Attempt ID"])
-            nbytes = int(read.get("Remote Bytes Read", 0)) + int(read.get("Local Bytes Read", 0))
+            nbytes = shuffle_read_bytes(read)
             blocks = int(read.get("Remote Blocks Fetched", 0)) + int(read.get("Local Blocks Fetched", 0))
             if not blocks and not nbytes:
                 continue  # a task of a stage that reads no shuffle
             tasks = stages.setdefault(
-                (sid, attempt), StageTasks(group_of.get(sid, "outside stages"), sid, what.get(sid, ""))
+                (sid, attempt), StageTasks(group_of.get(sid, OUTSIDE), sid, what.get(sid, ""))
             )
             tasks.read_bytes.append(nbytes)
             tasks.read_records.append(int(read.get("Total Records Read", 0)))
@@ -196,8 +194,7 @@ def detection_seconds(event_log: Path) -> dict[str, float]:
     for event in events(event_log):
         kind = event.get("Event")
         if kind == "SparkListenerJobStart":
-            group = (event.get("Properties") or {}).get("spark.jobGroup.id") or ""
-            stage = group.split("-", 2)[2] if group.startswith("neardup-") else "outside stages"
+            stage, _ = job_stages(event)
             for info in event.get("Stage Infos", []):
                 stage_names[int(info["Stage ID"])] = str(info.get("Stage Name", ""))
             started[int(event["Job ID"])] = (stage, int(event["Submission Time"]), event.get("Stage IDs", []))
@@ -257,17 +254,11 @@ def run_neardup(
         run.error = f"exit {run.measure.returncode}: {' | '.join(tail)}"[-400:]
         return
     run.report = json.loads((out / "report.json").read_text())
-    (log,) = list(logs.iterdir())
+    log = app_log(logs)
     run.detection = detection_seconds(log)
     if run.mode == "tasks":
         run.stages = shuffle_reads(log)
-    clusters = pq.read_table(out / "clusters", columns=["id", "cluster_id"])
-    corpus_ids = pq.read_table(corpus, columns=["id"]).column("id").to_numpy()
-    cid = clusters.column("cluster_id").to_numpy(zero_copy_only=False)
-    labels = labels_from_ids(
-        corpus_ids, clusters.column("id").to_numpy(), np.nan_to_num(cid, nan=-1).astype(np.int64)
-    )
-    s = score(labels, truth_labels)
+    s = score(output_labels(out, corpus), truth_labels)
     run.scores = {
         "precision": s.precision,
         "recall": s.recall,

@@ -11,9 +11,11 @@ ground truth.
     python jobs/benchmark.py index [--docs 1000000]    # a batch against a persistent index
     python jobs/benchmark.py small [--repeat 5]        # the sample against a bare Spark start, jobs per stage
     python jobs/benchmark.py skew [--docs 100000]      # largest task / median task per stage, skewed corpus
+    python jobs/benchmark.py scale [--docs 100000,1000000,10000000]  # Spark's metrics per stage; a billion
 
 Runs bench/e2e.py (bench/sign_kernels.py with `kernels`, bench/memory.py with `memory`, bench/realtext.py
-with `realtext`, bench/index.py with `index`, bench/small.py with `small`, bench/skew.py with `skew`)
+with `realtext`, bench/index.py with `index`, bench/small.py with `small`, bench/skew.py with `skew`,
+bench/scale.py with `scale`)
 from a source checkout; see
 bench/README.md for what each tool runs and how it is measured.
 """
@@ -39,6 +41,8 @@ if __name__ == "__main__":
         script, args = "small.py", args[1:]
     elif args[:1] == ["skew"]:
         script, args = "skew.py", args[1:]
+    elif args[:1] == ["scale"]:
+        script, args = "scale.py", args[1:]
     path = BENCH / script
     if not path.is_file():
         sys.exit(f"benchmark: {path} not found; run from a source checkout of neardup")

@@ -59,18 +59,22 @@ def corpus_key(spec: CorpusSpec) -> str:
 
 
 def ensure_corpus(spec: CorpusSpec, root: Path, num_shards: int) -> tuple[Corpus, bool]:
-    """Generate (or reuse) the corpus under root; returns it and whether it was reused."""
+    """Generate (or reuse) the corpus under root; returns it and whether it was reused.
+
+    num_shards=0 makes no shard copies (only the peers read them; at 10,000,000
+    documents they would be another 15 GB).
+    """
     key = corpus_key(spec)
     base = root / key
     path = base / "corpus.parquet"
     shards = base / f"shards{num_shards}"
-    reused = path.exists() and shards.exists()
+    reused = path.exists() and (num_shards == 0 or shards.exists())
     if not path.exists():
         base.mkdir(parents=True, exist_ok=True)
         tmp = base / f"corpus.parquet.tmp{os.getpid()}"
         synth.write_parquet(synth.iter_batches(spec), tmp)
         tmp.rename(path)  # atomic: a crashed generation never looks complete
-    if not shards.exists():
+    if num_shards and not shards.exists():
         tmp_dir = base / f"shards.tmp{os.getpid()}"
         tmp_dir.mkdir(parents=True)
         table = pq.read_table(path)
