@@ -208,9 +208,15 @@ class RunContext:
             counts.update(found)
         return result
 
-    def keep(self, df: DataFrame) -> DataFrame:
-        self.cached.append(df.persist(StorageLevel.MEMORY_AND_DISK))
+    def keep(self, df: DataFrame, level: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> DataFrame:
+        self.cached.append(df.persist(level))
         return self.cached[-1]
+
+    def release(self, df: DataFrame) -> None:
+        """Unpersist a kept frame once its last reader is done, so later stages have its
+        memory: cached blocks count against the same heap the tasks' buffers use."""
+        df.unpersist()
+        self.cached = [c for c in self.cached if c is not df]
 
     def warmed(self) -> None:
         """Wait for the Python warm-up, if one runs."""
@@ -512,8 +518,10 @@ def _verify(r: RunContext, inp: ReadResult, signed: _Signed, candidates: _Edges)
     split = split_threshold(r.spark, r.cfg.verify.split_stars_over, 2 * n)
     texts = None
     if r.cfg.verify.method == "exact":
-        # Kept (lazily: a resumed verify leaves it to the guard to compute, if it scores).
-        texts = r.keep(endpoint_texts(pairs, docs, small))
+        # Kept (lazily: a resumed verify leaves it to the guard to compute, if it scores), on
+        # disk: held in memory, the texts took heap that verification's sort and the Parquet
+        # reader of long documents needed (the heavy-tailed corpus failed in 832 MB).
+        texts = r.keep(endpoint_texts(pairs, docs, small), StorageLevel.DISK_ONLY)
     edges = r.work.materialize(
         "edges",
         inp.fps.edges,
@@ -653,7 +661,12 @@ def _guard(
     # Kept before the sizes are summed from it: write reads it again.
     guarded = r.keep(guarded)
     sizes = r.keep(cluster_sizes(guarded.select(C.DOC_ID, C.KEPT_ID), exact.groups))
-    after = _size_figures(sizes)
+    after = _size_figures(sizes)  # materializes guarded, the texts' last reader
+    if edges.texts is not None:
+        # Writing kept/ holds the longest documents in the Parquet writer's buffers, outside
+        # Spark's accounting: a 1 GB heap that still cached the verified pairs' texts ran
+        # out there (tests/e2e/test_memory.py).
+        r.release(edges.texts)
     kept = signed.signed - after["removed"]
     counts: Counts = {"clusters": after["clusters"], "largest_cluster": after["largest"]}
     if stats is not None:

@@ -12,7 +12,7 @@ import pytest
 from neardup import config
 from neardup.runtime.memory import BatchSizes
 from neardup.runtime.session import heap_and_slots, start
-from neardup.runtime.sizing import ARROW_BYTES, ARROW_ROWS, batch_settings
+from neardup.runtime.sizing import ARROW_BYTES, ARROW_ROWS, CACHE_ROWS, batch_settings
 from neardup.stages.sign import sign_params
 from neardup.stages.warmup import warm_up
 
@@ -45,6 +45,7 @@ def test_batch_settings_set_only_what_this_spark_knows(spark: Any, caplog: pytes
     before = spark.conf.get(ARROW_BYTES, None)
     with caplog.at_level(logging.INFO, logger="neardup"), batch_settings(spark, sizes):
         assert spark.conf.get(ARROW_ROWS) == "500"
+        assert spark.conf.get(CACHE_ROWS) == str(sizes.cache_rows)
         assert spark.conf.get(ARROW_BYTES, None) == (str(3 << 20) if spark4 else before)
     assert spark.conf.get(ARROW_BYTES, None) == before  # restored
     rows_only = [r.getMessage() for r in caplog.records if "Arrow batches by rows only" in r.getMessage()]

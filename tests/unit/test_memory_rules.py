@@ -9,6 +9,7 @@ from neardup.runtime.jvmexit import local_jvm_died, more_memory, task_failure
 from neardup.runtime.memory import (
     MAX_ARROW_ROWS,
     MAX_BATCH,
+    MAX_CACHE_ROWS,
     MAX_READER_ROWS,
     GiB,
     KiB,
@@ -78,13 +79,15 @@ def test_batches_are_bounded_in_bytes_not_rows() -> None:
     long = batch_sizes(heap, 2, text_bytes_per_row=45_000, row_bytes_per_row=45_500)
     # Short documents keep Spark's row limits; long ones get as many rows as fit the bytes.
     assert (short.reader_rows, short.arrow_rows) == (MAX_READER_ROWS, MAX_ARROW_ROWS)
+    assert short.cache_rows == min(MAX_CACHE_ROWS, short.batch_bytes // 2_500)
     assert long.arrow_rows == long.batch_bytes // 45_000
+    assert long.cache_rows == long.batch_bytes // 45_500
     assert long.reader_rows == long.batch_bytes // 45_500
     assert long.arrow_rows * 45_000 <= long.batch_bytes < (long.arrow_rows + 1) * 45_000
     assert short.vectorized_reader and not long.vectorized_reader
     # A document larger than a whole batch still goes through: one row per batch.
     huge = batch_sizes(heap, 2, text_bytes_per_row=50 * MiB, row_bytes_per_row=50 * MiB)
-    assert (huge.reader_rows, huge.arrow_rows) == (1, 1)
+    assert (huge.reader_rows, huge.arrow_rows, huge.cache_rows) == (1, 1, 1)
 
 
 def test_batch_bytes_follow_the_heap_within_bounds() -> None:
@@ -100,9 +103,10 @@ def test_batch_bytes_follow_the_heap_within_bounds() -> None:
 
 def test_unknown_sizes_keep_spark_row_limits() -> None:
     sizes = batch_sizes(4 * GiB, 2, 0.0, 0.0)
-    assert (sizes.reader_rows, sizes.arrow_rows, sizes.vectorized_reader) == (
+    assert (sizes.reader_rows, sizes.arrow_rows, sizes.cache_rows, sizes.vectorized_reader) == (
         MAX_READER_ROWS,
         MAX_ARROW_ROWS,
+        MAX_CACHE_ROWS,
         True,
     )
 

@@ -40,6 +40,9 @@ MAX_BATCH = 16 * MiB
 # Spark's own row limits, kept as ceilings: short documents gain nothing from more rows.
 MAX_READER_ROWS = 4096
 MAX_ARROW_ROWS = 2048
+# Rows of one batch of a cached frame (Spark's default): the verified pairs' texts are
+# cached, and a batch of 10,000 long documents is built whole in the heap.
+MAX_CACHE_ROWS = 10_000
 # The Parquet writer holds a row group in memory: an eighth of a slot's share, within
 # [8, 128] MiB (128 MiB is parquet-mr's default).
 WRITER_SHARE = 1 / 8
@@ -129,6 +132,7 @@ class BatchSizes:
     arrow_rows: int  # spark.sql.execution.arrow.maxRecordsPerBatch
     row_group_bytes: int  # parquet.block.size of what the job writes
     vectorized_reader: bool = True  # spark.sql.parquet.enableVectorizedReader
+    cache_rows: int = MAX_CACHE_ROWS  # spark.sql.inMemoryColumnarStorage.batchSize
 
     def describe(self) -> str:
         reader = f"reader {self.reader_rows:,} rows" if self.vectorized_reader else "row-by-row reader"
@@ -163,4 +167,5 @@ def batch_sizes(
         arrow_rows=rows(text_bytes_per_row, MAX_ARROW_ROWS),
         row_group_bytes=row_group,
         vectorized_reader=text_bytes_per_row < ROW_READER_FROM,
+        cache_rows=rows(row_bytes_per_row, MAX_CACHE_ROWS),
     )

@@ -34,6 +34,7 @@ ARROW_BYTES = "spark.sql.execution.arrow.maxBytesPerBatch"  # Spark 4.0 and late
 HUGE_VECTOR = "spark.sql.inMemoryColumnarStorage.hugeVectorThreshold"
 HUGE_VECTOR_RATIO = "spark.sql.inMemoryColumnarStorage.hugeVectorReserveRatio"
 VECTORIZED = "spark.sql.parquet.enableVectorizedReader"
+CACHE_ROWS = "spark.sql.inMemoryColumnarStorage.batchSize"
 # Settings that exist only from some Spark release on. Spark takes any key without a word
 # and an older release simply ignores one it does not know, so neardup sets these only
 # where they exist and says so when a user's --conf would do nothing.
@@ -156,6 +157,8 @@ def batch_settings(spark: SparkSession, sizes: BatchSizes, user_set: Iterable[st
         HUGE_VECTOR: str(2 * sizes.batch_bytes),
         HUGE_VECTOR_RATIO: "1.1",
         VECTORIZED: str(sizes.vectorized_reader).lower(),
+        # A cached frame is built a batch at a time: long documents make fewer rows a batch.
+        CACHE_ROWS: str(sizes.cache_rows),
     }
     missing = not_supported(wanted, spark.version)
     for key in sorted(user_set & set(missing)):
