@@ -72,10 +72,12 @@ def count_jobs(output: str) -> dict[str, Any]:
     neardup stage, from the status tracker and report.json."""
     from neardup import config, pipeline
     from neardup.runtime.jobgroups import group_id
-    from neardup.runtime.session import start
+    from neardup.runtime.session import small_local_input, start
 
     cfg = config.load(sets=["output.overwrite=true"])
-    spark = start("local[2]", cfg.spark, quiet_jvm=True).spark
+    # The session the command line starts for this input (its small-input settings).
+    small = small_local_input(str(SAMPLE))
+    spark = start("local[2]", cfg.spark, quiet_jvm=True, small_input=small).spark
     result = pipeline.run(spark, cfg, str(SAMPLE), output)
     tracker = spark.sparkContext.statusTracker()
     stages: dict[str, Any] = {}

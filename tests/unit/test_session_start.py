@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from neardup.runtime.session import local_java_options, preloaded, small_local_input
+from neardup.runtime.session import local_java_options, local_settings, preloaded, small_local_input
 
 
 def test_modules_are_imported_in_another_thread_by_the_end(
@@ -72,3 +72,12 @@ def test_a_small_input_gets_c1_only_and_the_rest_is_kept() -> None:
     usual = ["-XX:+UseParallelGC", "-XX:NewRatio=4", "-XX:+ExitOnOutOfMemoryError"]
     assert local_java_options(small_input=False) == usual
     assert local_java_options(small_input=True) == [*usual, "-XX:TieredStopAtLevel=1"]
+
+
+def test_a_small_input_runs_without_adaptive_execution_in_a_partition_per_core() -> None:
+    assert local_settings(small_input=False, cores=2) == {"spark.sql.shuffle.partitions": "8"}
+    assert local_settings(small_input=False, cores=16) == {"spark.sql.shuffle.partitions": "64"}
+    assert local_settings(small_input=True, cores=2) == {
+        "spark.sql.shuffle.partitions": "2",
+        "spark.sql.adaptive.enabled": "false",
+    }

@@ -52,6 +52,10 @@ _DEFAULTS = {
 DRIVER_MEMORY = "spark.driver.memory"
 # Inputs up to this size (bytes as stored) run in a JVM tuned for a short run.
 SMALL_INPUT_BYTES = 64 << 20
+# For such inputs in local mode: adaptive execution plans each shuffle's stages as jobs
+# of their own and re-optimizes between them, a fixed cost per query that a few MB of
+# data never repay (nothing to coalesce or split); the sample took 1.8 s less without it.
+SMALL_INPUT_SETTINGS = {"spark.sql.adaptive.enabled": "false"}
 LOG_DAYS = 7
 _launched_log: Path | None = None  # see launched_log()
 
@@ -91,7 +95,8 @@ def start(
     `packages` (Maven coordinates) join `spark.jars.packages`; an active session cannot
     take them (they are reported in `not_applied`). `preload`: modules the caller will need
     next, imported while a JVM launched here starts (`preloaded`). `small_input`: the caller
-    knows the input is small (`small_local_input`): a local JVM then compiles with C1 only.
+    knows the input is small (`small_local_input`): a local JVM then compiles with C1 only,
+    adaptive execution is off and a shuffle has one partition per core (`local_settings`).
     """
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -111,9 +116,7 @@ def start(
     local = bool(master and master.startswith("local"))
     java_options = local_java_options(small_input) if local else []
     if local:
-        # 200 shuffle partitions (Spark's default, sized for clusters) make a small local
-        # run several times slower; a few per core keep both cores busy.
-        settings["spark.sql.shuffle.partitions"] = str(max(8, 4 * (os.cpu_count() or 2)))
+        settings.update(local_settings(small_input))
     if local and not _submitted():
         heap_note = _size_local_heap(conf, settings)
     elif _submitted():
@@ -161,6 +164,19 @@ def preloaded(modules: Sequence[str]) -> Iterator[None]:
     finally:
         if modules:
             thread.join()
+
+
+def local_settings(small_input: bool, cores: int | None = None) -> dict[str, str]:
+    """Spark settings of a local-mode session (a user's --conf still wins)."""
+    cores = cores or os.cpu_count() or 2
+    if small_input:
+        # A few MB: one shuffle partition per core, each a task that has work to do (with
+        # adaptive execution off nothing coalesces them); the sample took 3 s less than
+        # with 8 (bench/results/small-runs.md).
+        return {"spark.sql.shuffle.partitions": str(cores), **SMALL_INPUT_SETTINGS}
+    # 200 shuffle partitions (Spark's default, sized for clusters) make a small local run
+    # several times slower; a few per core keep both cores busy.
+    return {"spark.sql.shuffle.partitions": str(max(8, 4 * cores))}
 
 
 def local_java_options(small_input: bool) -> list[str]:
