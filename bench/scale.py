@@ -474,8 +474,10 @@ def _earlier(run: SizeRun) -> list[str]:
     parts = [
         # A run that did not start (refused for disk space) has no figures: its reason alone.
         f"{e['date']}: {e['error']} (neardup {e['neardup'].split(' at ')[-1]})"
-        if e["error"]
-        else f"{e['date']}: wall {e['wall']:.1f} s, CPU {e['cpu']:.1f} s, load at start "
+        if e["error"].startswith(NOT_RUN)
+        else f"{e['date']}: "
+        + (f"failed: {e['error'][:80]}" if e["error"] else f"wall {e['wall']:.1f} s, CPU {e['cpu']:.1f} s")
+        + f", load at start "
         f"{_loads(e['load_start'])}, at end {_loads(e['load_end'])}, "
         f"neardup {e['neardup'].split(' at ')[-1]}"
         for e in run.earlier

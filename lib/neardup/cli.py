@@ -387,7 +387,8 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
     from neardup.runtime.session import small_local_input
 
     preload = _DEDUP_PRELOAD + (_HTML_PRELOAD if cfg.report.html else [])
-    small = cfg.input.format != "table" and small_local_input(args.input)
+    # A run against an index reads the index too, whatever the batch's size.
+    small = cfg.input.format != "table" and args.against is None and small_local_input(args.input)
     spark = _session(args, cfg, run, packages, preload, small)
     from neardup import pipeline
 

@@ -213,8 +213,8 @@ class RunContext:
         return self.cached[-1]
 
     def release(self, df: DataFrame) -> None:
-        """Unpersist a kept frame once its last reader is done, so later stages have its
-        memory: cached blocks count against the same heap the tasks' buffers use."""
+        """Unpersist a kept frame once its last reader is done (its memory or disk goes back
+        to the stages after). A frame built on it and kept since stays cached."""
         df.unpersist()
         self.cached = [c for c in self.cached if c is not df]
 
@@ -519,8 +519,10 @@ def _verify(r: RunContext, inp: ReadResult, signed: _Signed, candidates: _Edges)
     texts = None
     if r.cfg.verify.method == "exact":
         # Kept (lazily: a resumed verify leaves it to the guard to compute, if it scores), on
-        # disk: held in memory, the texts took heap that verification's sort and the Parquet
-        # reader of long documents needed (the heavy-tailed corpus failed in 832 MB).
+        # disk: cached blocks in the heap leave less of it to verification's sort and to the
+        # row-by-row reader and the Parquet writer of long documents, whose buffers Spark does
+        # not account for (with the texts in the heap the heavy-tailed corpus of
+        # tests/e2e/test_memory.py ran out of a 1 GB heap in write).
         texts = r.keep(endpoint_texts(pairs, docs, small), StorageLevel.DISK_ONLY)
     edges = r.work.materialize(
         "edges",
@@ -548,7 +550,9 @@ def _sources(r: RunContext, inp: ReadResult, signed: _Signed) -> tuple[DataFrame
         return inp.docs, signed.frame
     if against.sources is None:
         read = indexed_texts if method == "exact" else indexed_signatures
-        against.sources = r.keep(read(r.spark, r.index, against.nodes, broadcastable(against.n_nodes)))
+        # Texts on disk, as the candidates' own (_verify); signatures are small.
+        level = StorageLevel.DISK_ONLY if method == "exact" else StorageLevel.MEMORY_AND_DISK
+        against.sources = r.keep(read(r.spark, r.index, against.nodes, broadcastable(against.n_nodes)), level)
     if method == "exact":
         return inp.docs.select(C.DOC_ID, C.TEXT).unionByName(against.sources), signed.frame
     return inp.docs, signed.frame.select(C.DOC_ID, C.SIG).unionByName(against.sources)
@@ -661,12 +665,12 @@ def _guard(
     # Kept before the sizes are summed from it: write reads it again.
     guarded = r.keep(guarded)
     sizes = r.keep(cluster_sizes(guarded.select(C.DOC_ID, C.KEPT_ID), exact.groups))
-    after = _size_figures(sizes)  # materializes guarded, the texts' last reader
-    if edges.texts is not None:
-        # Writing kept/ holds the longest documents in the Parquet writer's buffers, outside
-        # Spark's accounting: a 1 GB heap that still cached the verified pairs' texts ran
-        # out there (tests/e2e/test_memory.py).
-        r.release(edges.texts)
+    # Fills guarded and sizes, so the texts the rounds scored from are read no more (nor by
+    # any later stage: `edges.texts` is not read after this).
+    after = _size_figures(sizes)
+    for scored_from in (edges.texts, r.against.sources if r.against is not None else None):
+        if scored_from is not None:
+            r.release(scored_from)
     kept = signed.signed - after["removed"]
     counts: Counts = {"clusters": after["clusters"], "largest_cluster": after["largest"]}
     if stats is not None:

@@ -39,15 +39,22 @@ def test_batch_settings_set_only_what_this_spark_knows(spark: Any, caplog: pytes
     """maxBytesPerBatch exists from Spark 4.0: set there, left alone on 3.5 (which would
     ignore it), and a user's own on 3.5 is a warning rather than a silent no-op."""
     sizes = BatchSizes(
-        batch_bytes=3 << 20, reader_rows=700, arrow_rows=500, row_group_bytes=8 << 20, vectorized_reader=True
+        batch_bytes=3 << 20,
+        reader_rows=700,
+        arrow_rows=500,
+        row_group_bytes=8 << 20,
+        vectorized_reader=True,
+        cache_rows=300,
     )
     spark4 = int(spark.version.split(".")[0]) >= 4
     before = spark.conf.get(ARROW_BYTES, None)
+    cache_before = spark.conf.get(CACHE_ROWS, None)
     with caplog.at_level(logging.INFO, logger="neardup"), batch_settings(spark, sizes):
         assert spark.conf.get(ARROW_ROWS) == "500"
-        assert spark.conf.get(CACHE_ROWS) == str(sizes.cache_rows)
+        assert spark.conf.get(CACHE_ROWS) == "300"
         assert spark.conf.get(ARROW_BYTES, None) == (str(3 << 20) if spark4 else before)
     assert spark.conf.get(ARROW_BYTES, None) == before  # restored
+    assert spark.conf.get(CACHE_ROWS, None) == cache_before
     rows_only = [r.getMessage() for r in caplog.records if "Arrow batches by rows only" in r.getMessage()]
     assert len(rows_only) == (0 if spark4 else 1)
     assert all(f"Spark {spark.version} bounds" in m for m in rows_only)

@@ -77,11 +77,13 @@ def test_batches_are_bounded_in_bytes_not_rows() -> None:
     assert share == (GiB - 300 * MiB) // 2
     short = batch_sizes(heap, 2, text_bytes_per_row=2_350, row_bytes_per_row=2_500)
     long = batch_sizes(heap, 2, text_bytes_per_row=45_000, row_bytes_per_row=45_500)
-    # Short documents keep Spark's row limits; long ones get as many rows as fit the bytes.
+    # Short documents keep Spark's reader and Arrow row limits; long ones get as many rows
+    # as fit the bytes. A cached batch (10,000 rows by Spark's default) is bounded by bytes
+    # for both: 11,862,016 bytes a batch here.
+    assert short.batch_bytes == 11_862_016
     assert (short.reader_rows, short.arrow_rows) == (MAX_READER_ROWS, MAX_ARROW_ROWS)
-    assert short.cache_rows == min(MAX_CACHE_ROWS, short.batch_bytes // 2_500)
+    assert (short.cache_rows, long.cache_rows) == (4_744, 260)
     assert long.arrow_rows == long.batch_bytes // 45_000
-    assert long.cache_rows == long.batch_bytes // 45_500
     assert long.reader_rows == long.batch_bytes // 45_500
     assert long.arrow_rows * 45_000 <= long.batch_bytes < (long.arrow_rows + 1) * 45_000
     assert short.vectorized_reader and not long.vectorized_reader

@@ -5,13 +5,20 @@ a short run (`small_local_input`, `local_java_options`)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from pathlib import Path
 
 import pytest
 
-from neardup.runtime.session import local_java_options, local_settings, preloaded, small_local_input
+from neardup.runtime.session import (
+    local_cores,
+    local_java_options,
+    local_settings,
+    preloaded,
+    small_local_input,
+)
 
 
 def test_modules_are_imported_in_another_thread_by_the_end(
@@ -81,3 +88,10 @@ def test_a_small_input_runs_without_adaptive_execution_in_a_partition_per_core()
         "spark.sql.shuffle.partitions": "2",
         "spark.sql.adaptive.enabled": "false",
     }
+
+
+def test_local_cores_are_the_masters_not_the_machines() -> None:
+    machine = os.cpu_count() or 1
+    want = {"local": 1, "local[1]": 1, "local[3]": 3, "local[16]": 16, "local[4,2]": 4, "local[*]": machine}
+    assert {m: local_cores(m) for m in want} == want
+    assert local_cores("local-cluster[2,1,1024]") == machine  # not a form this parses

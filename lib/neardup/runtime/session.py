@@ -54,7 +54,7 @@ DRIVER_MEMORY = "spark.driver.memory"
 SMALL_INPUT_BYTES = 64 << 20
 # For such inputs in local mode: adaptive execution plans each shuffle's stages as jobs
 # of their own and re-optimizes between them, a fixed cost per query that a few MB of
-# data never repay (nothing to coalesce or split); the sample took 1.8 s less without it.
+# data never repay (nothing to coalesce or split).
 SMALL_INPUT_SETTINGS = {"spark.sql.adaptive.enabled": "false"}
 LOG_DAYS = 7
 _launched_log: Path | None = None  # see launched_log()
@@ -116,7 +116,7 @@ def start(
     local = bool(master and master.startswith("local"))
     java_options = local_java_options(small_input) if local else []
     if local:
-        settings.update(local_settings(small_input))
+        settings.update(local_settings(small_input, local_cores(master or "local[*]")))
     if local and not _submitted():
         heap_note = _size_local_heap(conf, settings)
     elif _submitted():
@@ -166,17 +166,27 @@ def preloaded(modules: Sequence[str]) -> Iterator[None]:
             thread.join()
 
 
-def local_settings(small_input: bool, cores: int | None = None) -> dict[str, str]:
-    """Spark settings of a local-mode session (a user's --conf still wins)."""
-    cores = cores or os.cpu_count() or 2
+def local_settings(small_input: bool, cores: int) -> dict[str, str]:
+    """Spark settings of a local-mode session of `cores` task slots (a user's --conf wins)."""
     if small_input:
-        # A few MB: one shuffle partition per core, each a task that has work to do (with
-        # adaptive execution off nothing coalesces them); the sample took 3 s less than
-        # with 8 (bench/results/small-runs.md).
+        # A few MB: one shuffle partition per core, each a task with work to do (with
+        # adaptive execution off nothing coalesces them).
         return {"spark.sql.shuffle.partitions": str(cores), **SMALL_INPUT_SETTINGS}
     # 200 shuffle partitions (Spark's default, sized for clusters) make a small local run
     # several times slower; a few per core keep both cores busy.
     return {"spark.sql.shuffle.partitions": str(max(8, 4 * cores))}
+
+
+def local_cores(master: str) -> int:
+    """Task slots of a local master: local -> 1, local[N] or local[N,F] -> N; local[*] and
+    any other form -> this machine's cores (os.cpu_count; a container's limit is not
+    looked up)."""
+    m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
+    if m is not None and m.group(1) is None:
+        return 1
+    if m is not None and m.group(1) != "*":
+        return max(1, int(m.group(1)))
+    return os.cpu_count() or 1
 
 
 def local_java_options(small_input: bool) -> list[str]:
