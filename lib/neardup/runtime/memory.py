@@ -40,7 +40,7 @@ MAX_BATCH = 16 * MiB
 # Spark's own row limits, kept as ceilings: short documents gain nothing from more rows.
 MAX_READER_ROWS = 4096
 MAX_ARROW_ROWS = 2048
-# Rows of one batch of a cached frame (Spark's default): the verified pairs' texts are
+# Rows of one batch of a cached frame (Spark's default): the candidates' texts are
 # cached, and a batch of 10,000 long documents is built whole in the heap.
 MAX_CACHE_ROWS = 10_000
 # The Parquet writer holds a row group in memory: an eighth of a slot's share, within
