@@ -471,17 +471,17 @@ def _earlier(run: SizeRun) -> list[str]:
     runs kept apart (at another commit)."""
     if not run.earlier:
         return []
-    parts = [
-        # A run that did not start (refused for disk space) has no figures: its reason alone.
-        f"{e['date']}: {e['error']} (neardup {e['neardup'].split(' at ')[-1]})"
-        if e["error"].startswith(NOT_RUN)
-        else f"{e['date']}: "
-        + (f"failed: {e['error'][:80]}" if e["error"] else f"wall {e['wall']:.1f} s, CPU {e['cpu']:.1f} s")
-        + f", load at start "
-        f"{_loads(e['load_start'])}, at end {_loads(e['load_end'])}, "
-        f"neardup {e['neardup'].split(' at ')[-1]}"
-        for e in run.earlier
-    ]
+
+    def brief(e: dict[str, Any]) -> str:
+        commit = e["neardup"].split(" at ")[-1]
+        if e["error"].startswith(NOT_RUN):
+            # A run that did not start (refused for disk space) has no figures: its reason alone.
+            return f"{e['date']}: {e['error']} (neardup {commit})"
+        what = f"failed: {e['error'][:80]}" if e["error"] else f"wall {e['wall']:.1f} s, CPU {e['cpu']:.1f} s"
+        loads = f"load at start {_loads(e['load_start'])}, at end {_loads(e['load_end'])}"
+        return f"{e['date']}: {what}, {loads}, neardup {commit}"
+
+    parts = [brief(e) for e in run.earlier]
     return ["- other runs of this size, not in the tables: " + "; ".join(parts)]
 
 
