@@ -21,6 +21,7 @@ SIMILARITY = "similarity"
 COMPONENT = "_component"
 BUCKET_SIZE = "_bucket_size"  # documents in a band row's bucket
 BUCKET_MIN = "_bucket_min"  # the smallest id of a band row's bucket
+STAR = "_star"  # a candidate edge from a large bucket's smallest id (a star's centre)
 GROUP = "_group"  # verification: the edge source a row's text is sent to
 PART = "_part"  # verification: the part of a large group (a star spread over tasks) a row is in
 SIG_A = "_sig_a"  # signature verification: the two ends' signatures

@@ -76,7 +76,7 @@ from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
 from neardup.stages.exact import exact_groups, group_exact
 from neardup.stages.guard import GuardStats, guard_clusters
-from neardup.stages.lsh import band_rows, candidate_edges
+from neardup.stages.lsh import STAR_EDGES, band_rows, candidate_edges
 from neardup.stages.read import (
     CORRUPT,
     Input,
@@ -158,7 +158,8 @@ def fingerprints(
     id and text columns, the signing parameters, whether signatures are kept (signature
     verification), and the survivor policy (signatures carry its column, and candidates
     are drawn between exact groups' representatives, which the policy picks).
-    candidates: + lsh.all_pairs_up_to. edges: + the verification method and threshold.
+    candidates: + lsh.all_pairs_up_to and the rule for a document's star edges.
+    edges: + the verification method and threshold.
     With `index` (dedup --against: the index's path, build id and version), against:
     candidates + the index, and edges + the index too.
     """
@@ -172,7 +173,9 @@ def fingerprints(
             "survivor": asdict(cfg.survivor),
         }
     )
-    candidates = fingerprint({"sign": sign, "all_pairs_up_to": cfg.lsh.all_pairs_up_to})
+    candidates = fingerprint(
+        {"sign": sign, "all_pairs_up_to": cfg.lsh.all_pairs_up_to, "star_edges": STAR_EDGES}
+    )
     verified = {"candidates": candidates, "verify": asdict(cfg.verify), "t": cfg.verify_threshold}
     if index is None:
         return Fingerprints(sign, candidates, fingerprint(verified))
@@ -459,9 +462,19 @@ def _candidates(r: RunContext, inp: ReadResult, signed: _Signed, exact: _Exact) 
     # The window moves a row per representative and band.
     rows = (signed.signed - exact.copies) * r.cfg.bands
     over = split_threshold(r.spark, r.cfg.lsh.split_buckets_over, rows, floor=cap)
+    # The distinct candidates, before a document's further star edges are dropped: read
+    # three times while they are written, released after.
+    kept: list[DataFrame] = []
+
+    def keep(df: DataFrame) -> DataFrame:
+        kept.append(r.keep(df))
+        return kept[-1]
+
     candidates = r.work.materialize(
-        "candidates", inp.fps.candidates, lambda: candidate_edges(exact.reps, cap, over)
+        "candidates", inp.fps.candidates, lambda: candidate_edges(exact.reps, cap, over, keep)
     )
+    for df in kept:
+        r.release(df)
     n = candidates.count()
     return _Edges(candidates, n), {"candidate_pairs": n}
 

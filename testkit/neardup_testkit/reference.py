@@ -289,6 +289,48 @@ def exact_pairs(
     return {_ordered(a, b) for g in groups.values() for a, b in combinations(g, 2)}
 
 
+def _bucket_edges(buckets: Iterable[Sequence[Any]], cap: int) -> tuple[set[Pair], set[Pair]]:
+    """(every pair of a bucket of up to `cap` documents, every star edge of a larger one)."""
+    pairs: set[Pair] = set()
+    star_edges: set[Pair] = set()
+    for bucket in buckets:
+        members = sorted(bucket)
+        if len(members) <= cap:
+            pairs.update(combinations(members, 2))
+        else:
+            star_edges.update((members[0], m) for m in members[1:])
+    return pairs, star_edges
+
+
+def lsh_candidates(buckets: Iterable[Sequence[Any]], cap: int) -> set[Pair]:
+    """The candidate pairs of LSH buckets (each a list of ids), by docs/design.md's rule:
+    every pair of a bucket of up to `cap` documents; from a larger bucket, a star edge
+    (its smallest id, member) for each member, unless the two are such a pair already. Of a
+    document's star edges, the one to its smallest centre c1 is kept; each further centre c
+    is linked by the one edge (c, w), w the smallest document with the same c1 and c."""
+    pairs, star_edges = _bucket_edges(buckets, cap)
+    centres: dict[Any, list[Any]] = defaultdict(list)
+    for c, doc in star_edges - pairs:
+        centres[doc].append(c)
+    edges = set(pairs)
+    witness: dict[Pair, Any] = {}
+    for doc, mine in centres.items():
+        first = min(mine)
+        edges.add((first, doc))
+        for c in mine:
+            if c != first:
+                witness[(first, c)] = min(witness.get((first, c), doc), doc)
+    edges.update((c, w) for (_, c), w in witness.items())
+    return edges
+
+
+def star_candidates(buckets: Iterable[Sequence[Any]], cap: int) -> set[Pair]:
+    """Every pair of a bucket of up to `cap` documents, and every star edge of a larger one:
+    the candidates before `lsh_candidates` drops a document's further star edges."""
+    pairs, star_edges = _bucket_edges(buckets, cap)
+    return pairs | star_edges
+
+
 def bfs_components(nodes: Iterable[Any], edges: Iterable[Pair]) -> dict[Any, Any]:
     """Each node (including edge endpoints missing from `nodes`) -> smallest node of its component."""
     adjacency: dict[Any, list[Any]] = {n: [] for n in nodes}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import random
 from collections import defaultdict
 from typing import Any
@@ -10,21 +9,15 @@ from typing import Any
 import pytest
 
 from neardup.stages.lsh import candidate_edges
+from neardup_testkit import reference
 
 
-def _expected(bands: dict[Any, list[int]], cap: int) -> set[tuple[Any, Any]]:
+def _buckets(bands: dict[Any, list[int]]) -> list[list[Any]]:
     buckets: dict[int, list[Any]] = defaultdict(list)
     for doc, keys in bands.items():
         for key in keys:
             buckets[key].append(doc)
-    edges: set[tuple[Any, Any]] = set()
-    for members in buckets.values():
-        members.sort()
-        if len(members) <= cap:
-            edges.update(itertools.combinations(members, 2))
-        else:
-            edges.update((members[0], m) for m in members[1:])
-    return edges
+    return list(buckets.values())
 
 
 @pytest.mark.parametrize(
@@ -41,7 +34,8 @@ def test_candidate_edges_match_python_buckets(spark: Any, cap: int, batch_rows: 
         d: [rng.randrange(300), 1000 + rng.randrange(150), 2000 if i % 5 == 0 else 3000 + i, 9000 + i]
         for i, d in enumerate(docs)
     }
-    want = _expected(bands, cap)
+    buckets = _buckets(bands)
+    want = reference.lsh_candidates(buckets, cap)
     assert any(len(v) > 50 for v in [[d for d in docs if bands[d][2] == 2000]])
     signed = spark.createDataFrame(
         [(d, keys) for d, keys in bands.items()], f"_id {ids}, _bands array<bigint>"
@@ -56,3 +50,28 @@ def test_candidate_edges_match_python_buckets(spark: Any, cap: int, batch_rows: 
     got = [(r["src"], r["dst"]) for r in rows]
     assert len(got) == len(set(got))
     assert set(got) == want
+    # The star edges dropped change no component (were every candidate verified).
+    full = reference.star_candidates(buckets, cap)
+    assert set(got) <= full
+    assert reference.bfs_components(docs, got) == reference.bfs_components(docs, full)
+
+
+def test_a_document_keeps_its_smallest_centre_and_links_the_rest(spark: Any) -> None:
+    """Large buckets (cap 2) whose minima differ: each document's edges by hand."""
+    # Buckets: 100 -> {1..6}, 101 -> {2..6}, 102 -> {3..6}, 103 -> {4, 5, 6}, and 7 -> {1, 2},
+    # a pair; the rest hold one document each.
+    bands = {
+        1: [100, 999, 998, 997, 7],
+        2: [100, 101, 996, 995, 7],
+        3: [100, 101, 102, 994, 993],
+        4: [100, 101, 102, 103, 992],
+        5: [100, 101, 102, 103, 991],
+        6: [100, 101, 102, 103, 990],
+    }
+    signed = spark.createDataFrame(list(bands.items()), "_id bigint, _bands array<bigint>")
+    got = {(r["src"], r["dst"]) for r in candidate_edges(signed, 2).collect()}
+    # (1, 2) is a pair, so 2 has no star edge. Centres: of 3, 1 and 2; of 4, 1 to 3; of 5 and
+    # 6, 1 to 4. Each keeps its edge to 1; 2 is linked to 1 by the smallest document with
+    # both, 3: (2, 3); 3 by 4: (3, 4); 4 by 5: (4, 5).
+    assert got == {(1, 2), (1, 3), (1, 4), (1, 5), (1, 6), (2, 3), (3, 4), (4, 5)}
+    assert got == reference.lsh_candidates(_buckets(bands), 2)

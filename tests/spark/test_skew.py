@@ -5,7 +5,6 @@ brute-force Jaccard and the skewed corpus's exact truth, whatever the partitioni
 from __future__ import annotations
 
 import io
-import itertools
 import logging
 import random
 from collections import defaultdict
@@ -38,13 +37,7 @@ def _buckets(bands: dict[Any, list[int]]) -> dict[int, list[Any]]:
 
 
 def _expected_edges(buckets: dict[int, list[Any]], cap: int) -> set[tuple[Any, Any]]:
-    edges: set[tuple[Any, Any]] = set()
-    for members in buckets.values():
-        if len(members) <= cap:
-            edges.update(itertools.combinations(members, 2))
-        else:
-            edges.update((members[0], m) for m in members[1:])
-    return edges
+    return reference.lsh_candidates(buckets.values(), cap)
 
 
 def _band_keys(docs: int, ids: str) -> dict[Any, list[int]]:

@@ -155,17 +155,18 @@ def _bucket_rows(rng: random.Random, docs: int) -> pa.Table:
     )
 
 
-def _expected_edges(rows: pa.Table, cap: int) -> set[tuple[int, int]]:
+def _expected_edges(rows: pa.Table, cap: int) -> set[tuple[int, int, bool]]:
+    """(src, dst, from a star) of every bucket."""
     buckets: dict[int, list[int]] = defaultdict(list)
     for key, doc in zip(rows.column(C.BAND_KEY).to_pylist(), rows.column(C.DOC_ID).to_pylist(), strict=True):
         buckets[key].append(doc)
-    edges: set[tuple[int, int]] = set()
+    edges: set[tuple[int, int, bool]] = set()
     for members in buckets.values():
         members.sort()
         if len(members) <= cap:
-            edges.update(itertools.combinations(members, 2))
+            edges.update((a, b, False) for a, b in itertools.combinations(members, 2))
         else:
-            edges.update((members[0], m) for m in members[1:])
+            edges.update((members[0], m, True) for m in members[1:])
     return edges
 
 
@@ -175,11 +176,16 @@ def test_bucket_edges_for_every_cut_of_the_stream(cap: int, sizes: list[int]) ->
     rows = _bucket_rows(random.Random(cap), 200)
     assert max(rows.column(C.BUCKET_SIZE).to_pylist()) > 32  # a large bucket: a star
     got = [
-        (a, b)
+        (a, b, star)
         for batch in bucket_edges(cut(rows, sizes), cap)
-        for a, b in zip(batch.column(C.SRC).to_pylist(), batch.column(C.DST).to_pylist(), strict=True)
+        for a, b, star in zip(
+            batch.column(C.SRC).to_pylist(),
+            batch.column(C.DST).to_pylist(),
+            batch.column(C.STAR).to_pylist(),
+            strict=True,
+        )
     ]
-    assert all(a < b for a, b in got)
+    assert all(a < b for a, b, _ in got)
     assert set(got) == _expected_edges(rows, cap)
 
 

@@ -22,9 +22,11 @@ from neardup.kernels.buckets import pair_indices
 
 
 def bucket_edges(batches: Iterable[pa.RecordBatch], all_pairs_up_to: int) -> Iterator[pa.RecordBatch]:
-    """(_band_key, _id, _bucket_size, _bucket_min) batches -> (src, dst) batches, src < dst.
+    """(_band_key, _id, _bucket_size, _bucket_min) batches -> (src, dst, _star) batches,
+    src < dst; `_star` marks an edge from a large bucket's minimum (src) to a member.
 
-    A pair sharing several buckets comes out once per bucket (the stage deduplicates).
+    A pair sharing several buckets comes out once per bucket (the stage deduplicates, and
+    keeps only some of a document's star edges: stages/lsh.py).
     """
     stars: list[pa.RecordBatch] = []
 
@@ -38,7 +40,8 @@ def bucket_edges(batches: Iterable[pa.RecordBatch], all_pairs_up_to: int) -> Ite
             if len(star):
                 stars.append(
                     pa.RecordBatch.from_arrays(
-                        [star.column(C.BUCKET_MIN), star.column(C.DOC_ID)], names=[C.SRC, C.DST]
+                        [star.column(C.BUCKET_MIN), star.column(C.DOC_ID), _flags(len(star), True)],
+                        names=[C.SRC, C.DST, C.STAR],
                     )
                 )
             yield batch.filter(pc.invert(big))
@@ -50,7 +53,15 @@ def bucket_edges(batches: Iterable[pa.RecordBatch], all_pairs_up_to: int) -> Ite
         left, right = pair_indices(starts, np.diff(np.append(starts, len(rows))))
         ids = rows.column(C.DOC_ID)
         yield pa.RecordBatch.from_arrays(
-            [ids.take(pa.array(left)).combine_chunks(), ids.take(pa.array(right)).combine_chunks()],
-            names=[C.SRC, C.DST],
+            [
+                ids.take(pa.array(left)).combine_chunks(),
+                ids.take(pa.array(right)).combine_chunks(),
+                _flags(len(left), False),
+            ],
+            names=[C.SRC, C.DST, C.STAR],
         )
     yield from stars
+
+
+def _flags(n: int, value: bool) -> pa.Array:
+    return pa.array(np.full(n, value, dtype=np.bool_))

@@ -1,9 +1,10 @@
 """Scoring candidate edges, batch by batch: exact Jaccard per group of edges, or the
 signature estimate per edge.
 
-Exact: rows are (_group, _id, _text), clustered by group and sorted by id, where a group is
-one edge source and the destinations of its edges, all larger than the source, so the
-source's row comes first. Each text is normalized and shingled once per batch. A group may
+Exact: rows are (_group, _id, _text), clustered by group, where a group is one edge source
+and the destinations of its edges, the source's row first, then the destinations by id
+(a candidate's source is its smaller end; a pair the over-merge guard scores starts from
+the kept document, whatever its id). Each text is normalized and shingled once per batch. A group may
 run over many batches (a star of a large bucket): only its head's shingle set is carried
 from one batch to the next, never the group's texts, so memory stays one batch.
 

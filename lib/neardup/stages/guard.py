@@ -61,12 +61,13 @@ def guard_clusters(
     edges (src, dst, similarity): the verified edges, src < dst
     -> (_id, _kept_id, similarity) for the same ids, and the guard's figures.
 
-    score: (src, dst) pairs -> (src, dst, similarity) for every pair; choose: a frame
-    (_id, _component) -> (_id, _kept_id) by the survivor policy; components: edges (src,
-    dst) -> (_id, _component); keep: persist a frame for the rest of the run. threshold
-    None: the guard is off and the removed documents are only scored. pinned (_id): documents
-    never removed (indexed ones), broadcast when `small_pinned`; a pinned document that is not
-    its cluster's survivor fails whatever its score.
+    score: (src, dst) pairs, src the kept document (its id larger or smaller) -> (src, dst,
+    similarity) for every pair; choose: a frame (_id, _component) -> (_id, _kept_id) by
+    the survivor policy; components: edges (src, dst) -> (_id, _component); keep: persist
+    a frame for the rest of the run. threshold None: the guard is off and the removed
+    documents are only scored. pinned (_id): documents never removed (indexed ones),
+    broadcast when `small_pinned`; a pinned document that is not its cluster's survivor
+    fails whatever its score.
     """
     stats = GuardStats()
     edge_sims = edges.select(C.SRC, C.DST, C.SIMILARITY)
@@ -146,9 +147,14 @@ def _similarity_to_kept(
     # that score is already known. A removed document has one kept document, so each
     # missing pair is one row, scored once.
     known = removed.join(edge_sims, [C.SRC, C.DST], "left").withColumn(_FRESH, F.col(C.SIMILARITY).isNull())
-    missing = known.filter(F.col(_FRESH)).select(C.SRC, C.DST)
-    fresh = score(missing).withColumnRenamed(C.SIMILARITY, _SCORED)
-    known = known.join(fresh, [C.SRC, C.DST], "left").withColumn(
+    # From the kept document, whichever id is smaller: scoring groups pairs by src, so the
+    # kept text is sent, normalized and shingled once per group (or part of a large one),
+    # not once per removed document with a smaller id.
+    missing = known.filter(F.col(_FRESH)).select(F.col(C.KEPT_ID).alias(C.SRC), F.col(C.DOC_ID).alias(C.DST))
+    fresh = score(missing).select(
+        F.col(C.SRC).alias(C.KEPT_ID), F.col(C.DST).alias(C.DOC_ID), F.col(C.SIMILARITY).alias(_SCORED)
+    )
+    known = known.join(fresh, [C.DOC_ID, C.KEPT_ID], "left").withColumn(
         C.SIMILARITY, F.coalesce(F.col(C.SIMILARITY), F.col(_SCORED))
     )
     kept = pending.filter(F.col(C.DOC_ID) == F.col(C.KEPT_ID)).select(

@@ -48,7 +48,7 @@ def _routed_to_groups(
     candidates: DataFrame, docs: DataFrame, broadcast: bool, split_over: skew.Threshold | None
 ) -> DataFrame:
     """(_group, _id, _text): each candidate endpoint's text sent to every group (edges of one
-    src) it is in, clustered by src and sorted by (_src, _id), so src comes first.
+    src) it is in, clustered by src and sorted by (_src, not src, _id): src comes first.
 
     A group is one part unless it has more than `split_over` edges (found from a sample,
     stages/skew.py; None: never split): then its destinations are spread over parts by a
@@ -73,8 +73,14 @@ def _routed_to_groups(
             C.GROUP, C.DOC_ID, F.explode(part).alias(C.PART)
         )
     routed = docs.select(C.DOC_ID, C.TEXT).join(F.broadcast(members) if broadcast else members, C.DOC_ID)
-    # Parts of one group that share a task sort as one group (kernels/verify.py).
-    return routed.repartition(*keys).sortWithinPartitions(C.GROUP, C.DOC_ID).select(C.GROUP, C.DOC_ID, C.TEXT)
+    # Parts of one group that share a task sort as one group (kernels/verify.py); its source
+    # first, whether its id is the smallest (candidates) or not (the guard's pairs, from the
+    # kept document).
+    return (
+        routed.repartition(*keys)
+        .sortWithinPartitions(C.GROUP, F.col(C.DOC_ID) != F.col(C.GROUP), C.DOC_ID)
+        .select(C.GROUP, C.DOC_ID, C.TEXT)
+    )
 
 
 def _star_parts(candidates: DataFrame, split: skew.Threshold) -> DataFrame | None:
