@@ -171,6 +171,11 @@ def test_split_threshold_is_a_tasks_share_unless_configured(spark: Any) -> None:
     floored = skew.split_threshold(spark, None, 10**6, floor=10**6)
     assert floored is not None and skew.threshold(floored) == 10**6
     assert skew.split_threshold(spark, None, skew.MIN_SPREAD_ROWS - 1) is None  # a small shuffle
+    # ... unless its largest key is known to be large.
+    small = skew.MIN_SPREAD_ROWS - 1
+    assert skew.split_threshold(spark, None, small, largest=skew.MIN_SPREAD_KEY - 1) is None
+    spread = skew.split_threshold(spark, None, small, largest=skew.MIN_SPREAD_KEY)
+    assert spread is not None and skew.threshold(spread) == max(skew.MIN_DERIVED, -(-small // partitions))
     assert skew.sample_rate(8) == 1.0 and skew.sample_rate(3200) == 0.01
     assert [skew.pieces(n, 100) for n in (1, 25, 26, 100, 101, 10**6)] == [1, 1, 2, 4, 5, 40_000]
     assert skew.pieces(10**9, 1) == skew.MAX_PIECES

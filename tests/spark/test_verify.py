@@ -27,21 +27,34 @@ def _corpus(rng: random.Random) -> dict[str, str]:
     return texts
 
 
-def _stars(rng: random.Random, ids: list[str]) -> list[tuple[str, str]]:
-    """Random buckets, each a star from its smallest id: documents in several stars, and
-    documents that are a centre in one star and a member of another."""
+def _stars(rng: random.Random, ids: list[str], centre: int) -> list[tuple[str, str]]:
+    """Random buckets, each a star from its smallest id (`centre` 0; -1: from its largest,
+    as the guard's pairs from a kept document with a larger id): documents in several
+    stars, and documents that are a centre in one star and a member of another."""
     edges = set()
     for _ in range(40):
         bucket = sorted(rng.sample(ids, rng.randint(2, 7)))
-        edges.update((bucket[0], d) for d in bucket[1:])
+        edges.update((bucket[centre], d) for d in bucket if d != bucket[centre])
     return sorted(edges)
 
 
-@pytest.mark.parametrize(("batch_rows", "broadcast"), [(3, True), (1, False), (10_000, True)])
-def test_exact_verification_scores_every_candidate(spark: Any, batch_rows: int, broadcast: bool) -> None:
-    rng = random.Random(batch_rows)
+@pytest.mark.parametrize(
+    ("seed", "batch_rows", "broadcast", "centre", "split_over"),
+    [
+        (3, 3, True, 0, None),
+        (1, 1, False, 0, None),
+        (10_000, 10_000, True, 0, None),
+        (9, 3, True, -1, None),
+        (103, 1, False, -1, 2),
+    ],
+)
+def test_exact_verification_scores_every_candidate(
+    spark: Any, seed: int, batch_rows: int, broadcast: bool, centre: int, split_over: int | None
+) -> None:
+    rng = random.Random(seed)
     texts = _corpus(rng)
-    candidates = _stars(rng, sorted(texts))
+    candidates = _stars(rng, sorted(texts), centre)
+    assert all((a > b) == (centre == -1) for a, b in candidates)
     cfg = config.load()
     t = cfg.verify_threshold
     sets = {i: shingles(s) for i, s in texts.items()}
@@ -58,7 +71,7 @@ def test_exact_verification_scores_every_candidate(spark: Any, batch_rows: int, 
     spark.conf.set(key, str(batch_rows))  # 1 and 3: stars straddle Arrow batches
     try:
         rows = verify_pairs(
-            cand, docs, docs, sign_params(cfg), "exact", t, broadcast_ends=broadcast
+            cand, docs, docs, sign_params(cfg), "exact", t, broadcast_ends=broadcast, split_over=split_over
         ).collect()
     finally:
         spark.conf.set(key, before)

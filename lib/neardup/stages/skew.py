@@ -44,6 +44,9 @@ PIECES_PER_THRESHOLD = 4
 # more: the guard's scoring of the skew benchmark's corpus, bounded at 857,600 rows, held a
 # star of 100,000 pairs in one task, 200x the median task (1,000,000 rows, the bound before).
 MIN_SPREAD_ROWS = 250_000
+# ... unless a key is known to hold this many rows, whatever the rest: the guard knows its
+# largest star (the largest cluster), which can be most of a shuffle under MIN_SPREAD_ROWS.
+MIN_SPREAD_KEY = 50_000
 # More pieces than tasks buy nothing; this bounds them (and keeps a piece's number an int).
 MAX_PIECES = 1 << 16
 _HASH_SPACE = 1 << 20
@@ -69,14 +72,15 @@ Threshold = int | TaskShare
 
 
 def split_threshold(
-    spark: SparkSession, configured: int | None, rows: int, floor: int = 1
+    spark: SparkSession, configured: int | None, rows: int, floor: int = 1, largest: int = 0
 ) -> Threshold | None:
     """`configured`, or a task's share of `rows` (what the shuffle moves, or a bound on it)
     over the shuffle partitions, at least MIN_DERIVED and `floor`; None (spread nothing)
-    when not configured and `rows` is below MIN_SPREAD_ROWS."""
+    when not configured, `rows` is below MIN_SPREAD_ROWS and `largest` (the rows of the
+    largest key, where known) below MIN_SPREAD_KEY."""
     if configured is not None:
         return configured
-    if rows < MIN_SPREAD_ROWS:
+    if rows < MIN_SPREAD_ROWS and largest < MIN_SPREAD_KEY:
         return None
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
     return TaskShare(rows, partitions, max(floor, MIN_DERIVED))
