@@ -632,8 +632,9 @@ def _guard(
     small = broadcastable(2 * edges.rows)
     # A round scores at most one pair per clustered representative: a bound, which the
     # scoring's sample lowers to the pairs there are. Its pairs are grouped by kept document,
-    # so the largest cluster is at most its largest star: spread if large, however few the
-    # edges (a star of 100,000 documents verifies with about one edge each).
+    # so its largest star is at most the largest cluster (in documents, exact copies too):
+    # spread if that is large, however few the edges (a cluster of 100,000 near copies
+    # verifies with about one edge each).
     split_stars = split_threshold(
         r.spark, cfg.verify.split_stars_over, 2 * edges.rows, largest=chosen.largest
     )

@@ -41,8 +41,8 @@ PIECES_PER_THRESHOLD = 4
 # A shuffle moving fewer rows than this is spread only where the config says: it takes
 # seconds in all, so no key in it can hold the other tasks up by more than the sampling job
 # that would find it costs (a job per stage that a small run would pay for nothing). Not
-# more: the guard's scoring of the skew benchmark's corpus, bounded at 857,600 rows, held a
-# star of 100,000 pairs in one task, 200x the median task (1,000,000 rows, the bound before).
+# more: at 1,000,000, the guard's scoring of the skew benchmark's corpus (a bound of 857,600
+# rows) held a star of 100,000 pairs in one task, 200x the median task.
 MIN_SPREAD_ROWS = 250_000
 # ... unless a key is known to hold this many rows, whatever the rest: the guard knows its
 # largest star (the largest cluster), which can be most of a shuffle under MIN_SPREAD_ROWS.
