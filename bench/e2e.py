@@ -2,7 +2,7 @@
 """End-to-end benchmark: neardup and its peers on generated corpora, scored against exact truth.
 
     .venv/bin/python bench/e2e.py --docs 100000 [--corpus synth,realistic]
-                                  [--tools neardup,rensa,rensa-mp,datasketch,datatrove,mllib]
+                                  [--tools neardup,rensa,rensa-mp,datasketch,datatrove,mllib,floor]
                                   [--out bench/results/latest.md]
 
 1. Generates each deterministic corpus (--corpus, see CORPORA) with planted near-duplicate
@@ -23,7 +23,9 @@
 Tool groups: neardup = neardup (its defaults), the other signing method (neardup-classic or
 neardup-oph), neardup-signature (signature verification); datasketch = datasketch,
 datasketch-verify; rensa = rensa, rensa-verify; rensa-mp = rensa-mp, rensa-mp-verify (the
-same in a process pool); datatrove; mllib. Any single name works too; GROUP-only runs a
+same in a process pool); datatrove; mllib; floor = spark-copy, not a peer but the floor of
+any Spark job that writes kept/: a session started, the corpus read and written back as
+Parquet (the summary line sets it against the fastest peer). Any single name works too; GROUP-only runs a
 group's first member alone (neardup-only: neardup with its defaults).
 The machine may be shared: compare tools through ratios taken in the same run, and CPU
 seconds as well as wall seconds.
@@ -86,7 +88,11 @@ GROUPS = {
     "rensa-mp": ["rensa-mp", "rensa-mp-verify"],
     "datatrove": ["datatrove"],
     "mllib": ["mllib"],
+    # Not a peer: Spark's own floor for this corpus (start, read, write it back), below which
+    # no Spark job that writes kept/ can go. The summary sets it against the fastest peer.
+    "floor": ["spark-copy"],
 }
+FLOOR = "spark-copy"
 NEARDUP_VARIANTS = {
     "neardup": [],  # the defaults, whatever they are (the notes column says)
     "neardup-classic": ["minhash.method=classic"],  # --set values
@@ -371,16 +377,25 @@ def _summary(rows: list[Row]) -> str:
     """neardup's wall time against the fastest peer of the same run (the figure to quote)."""
     ok = [r for r in rows if r.measure and not r.error and r.scores]
     ref = next((r for r in ok if r.tool == "neardup"), None)
-    peers = [r for r in ok if not r.tool.startswith("neardup")]
+    peers = [r for r in ok if not r.tool.startswith("neardup") and r.tool != FLOOR]
     if ref is None or ref.measure is None or not peers:
         return ""
     fastest = min(peers, key=_wall)
     assert fastest.measure is not None
-    return (
+    line = (
         f"neardup / fastest peer ({fastest.tool}, F1 {fastest.scores['f1']:.4f}): wall "
         f"{ref.measure.wall / fastest.measure.wall:.2f}, CPU {ref.measure.cpu / fastest.measure.cpu:.2f} "
         f"(neardup F1 {ref.scores['f1']:.4f})."
     )
+    floor = next((r for r in ok if r.tool == FLOOR and r.measure), None)
+    if floor is not None and floor.measure is not None:
+        share = floor.measure.wall / fastest.measure.wall
+        line += (
+            f" The Spark floor ({FLOOR}: a session started, the corpus read and written back, "
+            f"nothing deduplicated) took {floor.measure.wall:.1f} s: {share:.2f}x the fastest peer, "
+            f"and neardup took {ref.measure.wall / floor.measure.wall:.2f}x the floor."
+        )
+    return line
 
 
 def render_corpus(
@@ -634,7 +649,7 @@ def main() -> None:
         help=f"corpora to run every tool on, one after the other, comma-separated: {', '.join(CORPORA)}",
     )
     p.add_argument("--mean-chars", type=int, default=None, help="override the corpora's mean document length")
-    p.add_argument("--tools", default="neardup,datasketch,rensa,rensa-mp,datatrove,mllib")
+    p.add_argument("--tools", default="neardup,datasketch,rensa,rensa-mp,datatrove,mllib,floor")
     p.add_argument("--out", default=str(BENCH / "results" / "latest.md"))
     p.add_argument(
         "--cache", default="/tmp/neardup-bench", help="corpora, truth and tool outputs (never committed)"

@@ -5,10 +5,11 @@
                               --info OUT.json [--bands B --rows R --num-perm K --threshold T]
 
 TOOL is datasketch, datasketch-verify, rensa, rensa-verify, rensa-mp, rensa-mp-verify,
-datatrove or mllib. Writes one int64 cluster label per corpus row (row order of --corpus)
-to --labels, and the tool's own phase timings and notes to --info. Everything the tool
-needs, reading the corpus included, happens inside this process and its children, so the
-wall time and memory of its process tree are the tool's.
+datatrove, mllib, or spark-copy (not a peer: the floor of any Spark job that writes kept/).
+Writes one int64 cluster label per corpus row (row order of --corpus) to --labels, and
+the tool's own phase timings and notes to --info. Everything the tool needs, reading the
+corpus included, happens inside this process and its children, so the wall time and memory
+of its process tree are the tool's.
 neardup is not run through here: bench/e2e.py times its command line directly.
 
 Every tool gets the same shingles as neardup and the ground truth: NFKC, lowercase,
@@ -411,6 +412,33 @@ def run_mllib(args: argparse.Namespace, phases: Phases) -> tuple[np.ndarray, dic
     return labels, info
 
 
+# --------------------------------------------------------------------------- the Spark floor
+
+
+def run_spark_copy(args: argparse.Namespace, phases: Phases) -> tuple[np.ndarray, dict[str, Any]]:
+    """Not a peer: what any Spark job that writes a kept corpus pays before it deduplicates
+    anything. It starts a session as neardup's runs do (local[workers], the same driver
+    memory), reads the corpus and writes every row back as Parquet (neardup's kept/ holds
+    ~90 % of them), with Spark's default writer. Every document is its own cluster."""
+    from pyspark.sql import SparkSession
+
+    with phases("session"):
+        spark = (
+            SparkSession.builder.master(f"local[{args.workers}]")
+            .appName("bench-spark-copy")
+            .config("spark.driver.memory", args.driver_memory)
+            .config("spark.ui.showConsoleProgress", "false")
+            .getOrCreate()
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+    with phases("read+write"):
+        spark.read.parquet(str(args.corpus)).write.mode("overwrite").parquet(str(Path(args.work) / "copy"))
+    spark.stop()
+    rows = pq.ParquetFile(args.corpus).metadata.num_rows
+    info = {"notes": f"not a peer: a local[{args.workers}] session reads the corpus, writes it as Parquet"}
+    return np.arange(rows, dtype=np.int64), info
+
+
 TOOLS: dict[str, Callable[[argparse.Namespace, Phases], tuple[np.ndarray, dict[str, Any]]]] = {
     "datasketch": lambda a, p: run_datasketch(a, p, verify=False),
     "datasketch-verify": lambda a, p: run_datasketch(a, p, verify=True),
@@ -420,6 +448,7 @@ TOOLS: dict[str, Callable[[argparse.Namespace, Phases], tuple[np.ndarray, dict[s
     "rensa-mp-verify": lambda a, p: run_rensa(a, p, verify=True, processes=a.workers),
     "datatrove": run_datatrove,
     "mllib": run_mllib,
+    "spark-copy": run_spark_copy,
 }
 
 

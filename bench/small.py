@@ -6,11 +6,13 @@
 
 Each repetition runs, one after the other in fresh processes, (1) a bare local
 SparkSession start plus a count (`spark.range(1000).count()`, then stop: what any
-PySpark program pays) and (2) the README's first command on the sample
+PySpark program pays), (2) the floor of any Spark job that writes the sample's kept
+corpus (the same start, the sample read and written back as Parquet, nothing
+deduplicated) and (3) the README's first command on the sample
 (`neardup dedup --input data/sample/corpus.jsonl.gz --output OUT --overwrite`), and
 takes the wall and CPU seconds of each process tree (e2e.run_measured). The machine is
-shared and noisy, so the figure is the ratio of the two within the same run: the median
-sample wall over the median bare start, with each repetition's own ratio beside it.
+shared and noisy, so the figure is the ratio within the same run: the median sample
+wall over the median bare start, with each repetition's own ratio beside it.
 `--before` runs a second neardup tree (its lib/, e.g. an export of main) in the same
 repetitions, just before this one, for a before/after comparison under the same load.
 
@@ -47,6 +49,15 @@ BARE = (
     "from pyspark.sql import SparkSession\n"
     "spark = SparkSession.builder.master('local[*]').appName('bare').getOrCreate()\n"
     "assert spark.range(1000).count() == 1000\n"
+    "spark.stop()\n"
+)
+# The floor of any Spark job that writes the sample's kept corpus: the bare start, plus the
+# sample read (gzipped JSON lines) and written back as Parquet. Nothing is deduplicated.
+FLOOR = (
+    "import sys\n"
+    "from pyspark.sql import SparkSession\n"
+    "spark = SparkSession.builder.master('local[*]').appName('floor').getOrCreate()\n"
+    "spark.read.json(sys.argv[1]).write.mode('overwrite').parquet(sys.argv[2])\n"
     "spark.stop()\n"
 )
 
@@ -115,7 +126,7 @@ def _ratio(runs: list[Measure], bare: list[Measure], what: str) -> float:
     return _median([getattr(m, what) for m in runs]) / _median([getattr(m, what) for m in bare])
 
 
-def render(bare: list[Measure], trees: list[Tree]) -> str:
+def render(bare: list[Measure], floor: list[Measure], trees: list[Tree]) -> str:
     walls = [m.wall for m in bare]
     lines = [
         "# Small runs: the sample against a bare Spark start",
@@ -124,6 +135,10 @@ def render(bare: list[Measure], trees: list[Tree]) -> str:
         "- sample: `neardup dedup --input data/sample/corpus.jsonl.gz --output OUT --overwrite` "
         "(3,000 documents, local[*])",
         "- bare: a Python process that starts a local[*] SparkSession, counts `spark.range(1000)` and stops",
+        "- floor: the same start, then the sample read and written back as Parquet (what any Spark job "
+        "that writes a kept corpus pays), then stop",
+        f"- **floor: median floor wall / median bare wall = {_ratio(floor, bare, 'wall'):.2f}** "
+        f"(CPU: {_ratio(floor, bare, 'cpu'):.2f})",
         "- wall: the process from start to exit; CPU: user + system seconds over its process tree "
         "(the JVM and the Python workers included)",
         *(
@@ -132,14 +147,15 @@ def render(bare: list[Measure], trees: list[Tree]) -> str:
             for t in trees
         ),
         "",
-        "| repetition | bare wall s | bare CPU s | "
+        "| repetition | bare wall s | bare CPU s | floor wall s | "
         + " | ".join(f"{t.label} wall s | CPU s | wall ratio" for t in trees)
         + " |",
-        "|---:|---:|---:|" + "---:|---:|---:|" * len(trees),
+        "|---:|---:|---:|---:|" + "---:|---:|---:|" * len(trees),
     ]
     for i, b in enumerate(bare):
         cells = [f"{t.runs[i].wall:.1f} | {t.runs[i].cpu:.1f} | {t.runs[i].wall / b.wall:.2f}" for t in trees]
-        lines.append(f"| {i + 1} | {b.wall:.1f} | {b.cpu:.1f} | " + " | ".join(cells) + " |")
+        head = f"| {i + 1} | {b.wall:.1f} | {b.cpu:.1f} | {floor[i].wall:.1f} | "
+        lines.append(head + " | ".join(cells) + " |")
     medians = [
         f"{_median([m.wall for m in t.runs]):.1f} | {_median([m.cpu for m in t.runs]):.1f} | "
         f"{_median([m.wall / w for m, w in zip(t.runs, walls, strict=True)]):.2f}"
@@ -147,8 +163,7 @@ def render(bare: list[Measure], trees: list[Tree]) -> str:
     ]
     lines.append(
         f"| median | {_median(walls):.1f} | {_median([m.cpu for m in bare]):.1f} | "
-        + " | ".join(medians)
-        + " |"
+        f"{_median([m.wall for m in floor]):.1f} | " + " | ".join(medians) + " |"
     )
     for t in trees:
         names = list(t.stage_secs[0])
@@ -205,9 +220,12 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="neardup-small-"))
     try:
         bare: list[Measure] = []
+        floor: list[Measure] = []
         out = work / "out"
         for i in range(args.repeat):
             bare.append(timed([PYTHON, "-c", BARE], work / "bare.log", ROOT / "lib"))
+            copy = [PYTHON, "-c", FLOOR, str(SAMPLE), str(work / "floor")]
+            floor.append(timed(copy, work / "floor.log", ROOT / "lib"))
             for t in trees:
                 cmd = [PYTHON, "-m", "neardup", *README_RUN, str(out), "--overwrite"]
                 t.runs.append(timed(cmd, work / "sample.log", t.lib))
@@ -216,7 +234,8 @@ def main() -> None:
             shown = ", ".join(
                 f"{t.label} {t.runs[-1].wall:.1f} s ({t.runs[-1].wall / bare[-1].wall:.2f})" for t in trees
             )
-            print(f"repetition {i + 1}: bare {bare[-1].wall:.1f} s, {shown}", flush=True)
+            times = f"bare {bare[-1].wall:.1f} s, floor {floor[-1].wall:.1f} s"
+            print(f"repetition {i + 1}: {times}, {shown}", flush=True)
         for t in trees:
             counted = subprocess.run(
                 [PYTHON, __file__, "--count-jobs", str(work / "counted")],
@@ -230,7 +249,7 @@ def main() -> None:
             t.jobs = json.loads(counted.stdout.strip().splitlines()[-1])
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    text = render(bare, trees)
+    text = render(bare, floor, trees)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text)
     print()

@@ -4,7 +4,7 @@ ground truth.
 
     pip install -e '.[bench]'
     python jobs/benchmark.py --docs 100000 [--corpus synth,realistic]
-                             [--tools neardup,rensa,rensa-mp,datasketch,datatrove,mllib]
+                             [--tools neardup,rensa,rensa-mp,datasketch,datatrove,mllib,floor]
     python jobs/benchmark.py kernels [--docs 2000]     # microseconds per document to a signature
     python jobs/benchmark.py memory [--sweep]          # memory per stage, smallest heap
     python jobs/benchmark.py realtext                  # the guard on this machine's licences and docs
