@@ -115,6 +115,7 @@ class LshConfig:
     false_negative_weight: float = 0.8
     recall: float | None = 0.999
     all_pairs_up_to: int = 32
+    star_rounds: int = 4
     split_buckets_over: int | None = None  # None: a task's share of the band rows
 
     def __post_init__(self) -> None:
@@ -130,6 +131,7 @@ class LshConfig:
             if v is not None and v < 1:
                 raise UsageError(f"config key lsh.{key} must be at least 1, not {v}")
         _within("lsh.all_pairs_up_to", self.all_pairs_up_to, 1, 1024)
+        _within("lsh.star_rounds", self.star_rounds, 0, 64)
         if self.split_buckets_over is not None:
             # A bucket spread over tasks is never gathered, so it must be a star.
             _within("lsh.split_buckets_over", self.split_buckets_over, self.all_pairs_up_to, 2**40)

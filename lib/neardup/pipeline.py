@@ -76,7 +76,7 @@ from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
 from neardup.stages.exact import exact_groups, group_exact
 from neardup.stages.guard import GuardStats, guard_clusters
-from neardup.stages.lsh import STAR_EDGES, band_rows, candidate_edges
+from neardup.stages.lsh import STAR_EDGES, Candidates, band_rows, candidate_edges
 from neardup.stages.read import (
     CORRUPT,
     Input,
@@ -91,6 +91,8 @@ from neardup.stages.report import gather
 from neardup.stages.sample import Sample, draw_sample
 from neardup.stages.sign import sign_documents, sign_params
 from neardup.stages.skew import split_threshold
+from neardup.stages.stars import RULE as STAR_ROUNDS_RULE
+from neardup.stages.stars import further_stars, relabel
 from neardup.stages.survivors import assign_members, choose_survivors, cluster_sizes, clustered_figures
 from neardup.stages.verify import endpoint_texts, verify_pairs
 from neardup.stages.warmup import warm_up
@@ -141,6 +143,7 @@ class Fingerprints:
     signatures: str
     candidates: str
     edges: str
+    stars: str
     against: str | None = None  # dedup --against: the candidates between batch and index
 
 
@@ -160,6 +163,7 @@ def fingerprints(
     are drawn between exact groups' representatives, which the policy picks).
     candidates: + lsh.all_pairs_up_to and the rule for a document's star edges.
     edges: + the verification method and threshold.
+    stars: + lsh.star_rounds and the rule that picks a further centre.
     With `index` (dedup --against: the index's path, build id and version), against:
     candidates + the index, and edges + the index too.
     """
@@ -177,10 +181,10 @@ def fingerprints(
         {"sign": sign, "all_pairs_up_to": cfg.lsh.all_pairs_up_to, "star_edges": STAR_EDGES}
     )
     verified = {"candidates": candidates, "verify": asdict(cfg.verify), "t": cfg.verify_threshold}
-    if index is None:
-        return Fingerprints(sign, candidates, fingerprint(verified))
-    against = fingerprint({"candidates": candidates, "index": index})
-    return Fingerprints(sign, candidates, fingerprint({**verified, "against": against}), against)
+    against = None if index is None else fingerprint({"candidates": candidates, "index": index})
+    edges = fingerprint(verified if against is None else {**verified, "against": against})
+    stars = fingerprint({"edges": edges, "star_rounds": cfg.lsh.star_rounds, "rule": STAR_ROUNDS_RULE})
+    return Fingerprints(sign, candidates, edges, stars, against)
 
 
 @dataclass
@@ -259,6 +263,8 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str, against:
         pairs = candidates.rows + (r.against.edges.rows if r.against else 0)
         edges = r.stage("verify", count(pairs, "candidates"), _verify, inp, signed, candidates)
         components = r.stage("components", count(edges.rows, "edges"), _components, edges)
+        stars = count(candidates.stars, "star edges")
+        edges, components = r.stage("stars", stars, _stars, inp, signed, candidates, edges, components)
         chosen = r.stage("survivors", count(edges.rows, "edges"), _survivors, exact, edges, components)
         guarded = r.stage("guard", count(chosen.rows, "clustered"), _guard, inp, signed, exact, edges, chosen)
         written = f"{guarded.kept:,} kept / {signed.signed - guarded.kept:,} removed"
@@ -457,7 +463,14 @@ class _Edges:
     texts: DataFrame | None = None
 
 
-def _candidates(r: RunContext, inp: ReadResult, signed: _Signed, exact: _Exact) -> tuple[_Edges, Counts]:
+@dataclass(frozen=True)
+class _Candidates(_Edges):
+    # (src, dst): every star edge before a document keeps one (stages/stars.py reads them)
+    star_edges: DataFrame | None = None
+    stars: int = 0
+
+
+def _candidates(r: RunContext, inp: ReadResult, signed: _Signed, exact: _Exact) -> tuple[_Candidates, Counts]:
     cap = r.cfg.lsh.all_pairs_up_to
     # The window moves a row per representative and band.
     rows = (signed.signed - exact.copies) * r.cfg.bands
@@ -470,13 +483,23 @@ def _candidates(r: RunContext, inp: ReadResult, signed: _Signed, exact: _Exact) 
         kept.append(r.keep(df))
         return kept[-1]
 
-    candidates = r.work.materialize(
-        "candidates", inp.fps.candidates, lambda: candidate_edges(exact.reps, cap, over, keep)
-    )
+    built: list[Candidates] = []
+
+    def build() -> Candidates:
+        # Once for both results (a resumed run may need only one of them).
+        if not built:
+            built.append(candidate_edges(exact.reps, cap, over, keep))
+        return built[0]
+
+    candidates = r.work.materialize("candidates", inp.fps.candidates, lambda: build().edges)
+    stars = r.work.materialize("star_edges", inp.fps.candidates, lambda: build().stars)
     for df in kept:
         r.release(df)
-    n = candidates.count()
-    return _Edges(candidates, n), {"candidate_pairs": n}
+    n, n_stars = candidates.count(), stars.count()
+    return _Candidates(candidates, n, star_edges=stars, stars=n_stars), {
+        "candidate_pairs": n,
+        "star_edges": n_stars,
+    }
 
 
 def _check_index(r: RunContext, inp: ReadResult) -> tuple[None, Counts]:
@@ -525,34 +548,40 @@ def _verify(r: RunContext, inp: ReadResult, signed: _Signed, candidates: _Edges)
     if r.against is not None:
         pairs = pairs.unionByName(r.against.edges.frame.select(C.SRC, C.DST))
         n += r.against.edges.rows
-    docs, sigs = _sources(r, inp, signed)
-    # The group memberships and the ends: at most two per candidate.
-    small = broadcastable(2 * n)
-    split = split_threshold(r.spark, r.cfg.verify.split_stars_over, 2 * n)
     texts = None
     if r.cfg.verify.method == "exact":
         # Kept (lazily: a resumed verify leaves it to the guard to compute, if it scores), on
         # disk: cached blocks in the heap leave less of it to verification's sort and to the
         # row-by-row reader and the Parquet writer of long documents, whose buffers Spark does
         # not account for (with the texts in the heap the heavy-tailed corpus of
-        # tests/e2e/test_memory.py ran out of a 1 GB heap in write).
-        texts = r.keep(endpoint_texts(pairs, docs, small), StorageLevel.DISK_ONLY)
-    edges = r.work.materialize(
-        "edges",
-        inp.fps.edges,
-        lambda: verify_pairs(
-            pairs,
-            sigs,
-            texts if texts is not None else docs,
-            inp.params,
-            r.cfg.verify.method,
-            r.cfg.verify_threshold,
-            broadcast_ends=small,
-            split_over=split,
-        ),
-    )
+        # tests/e2e/test_memory.py ran out of a 1 GB heap in write). Every end of a further
+        # star's edge (stages/stars.py) is an end of a candidate: each member of a star keeps
+        # an edge to a centre, and each centre one to a member.
+        docs, _ = _sources(r, inp, signed)
+        texts = r.keep(endpoint_texts(pairs, docs, broadcastable(2 * n)), StorageLevel.DISK_ONLY)
+    edges = r.work.materialize("edges", inp.fps.edges, lambda: _verified(r, inp, signed, pairs, n, texts))
     n = edges.count()
     return _Edges(edges, n, texts), {"verified_pairs": n}
+
+
+def _verified(
+    r: RunContext, inp: ReadResult, signed: _Signed, pairs: DataFrame, n: int, texts: DataFrame | None
+) -> DataFrame:
+    """`pairs` (at most `n`) scored, those at the threshold kept; from `texts`, the kept
+    texts of the candidates' ends, where exact verification has them."""
+    docs, sigs = _sources(r, inp, signed)
+    # The group memberships and the ends: at most two per candidate.
+    split = split_threshold(r.spark, r.cfg.verify.split_stars_over, 2 * n)
+    return verify_pairs(
+        pairs,
+        sigs,
+        texts if texts is not None else docs,
+        inp.params,
+        r.cfg.verify.method,
+        r.cfg.verify_threshold,
+        broadcast_ends=broadcastable(2 * n),
+        split_over=split,
+    )
 
 
 def _sources(r: RunContext, inp: ReadResult, signed: _Signed) -> tuple[DataFrame, DataFrame]:
@@ -572,15 +601,61 @@ def _sources(r: RunContext, inp: ReadResult, signed: _Signed) -> tuple[DataFrame
 
 
 def _components(r: RunContext, edges: _Edges) -> tuple[DataFrame, Counts]:
-    components, stats = connected_components(
-        edges.frame.select(C.SRC, C.DST),
+    components, stats = _labels(r, edges.frame, edges.rows)
+    counts = {"components_backend": stats.get("backend"), "components_iterations": stats.get("iterations")}
+    return r.keep(components), counts
+
+
+def _labels(r: RunContext, edges: DataFrame, bound: int) -> tuple[DataFrame, dict[str, Any]]:
+    """Connected components of (src, dst) edges, at most `bound` of them."""
+    return connected_components(
+        edges.select(C.SRC, C.DST),
         backend=r.cfg.components.backend,
         max_iterations=r.cfg.components.max_iterations,
         checkpoint_dir=f"{r.paths.work}/checkpoints",
-        on_driver=broadcastable(edges.rows),
+        on_driver=broadcastable(bound),
     )
-    counts = {"components_backend": stats.get("backend"), "components_iterations": stats.get("iterations")}
-    return r.keep(components), counts
+
+
+def _stars(
+    r: RunContext,
+    inp: ReadResult,
+    signed: _Signed,
+    candidates: _Candidates,
+    edges: _Edges,
+    components: DataFrame,
+) -> tuple[tuple[_Edges, DataFrame], Counts]:
+    """Further centres for the star groups verification split (stages/stars.py): the
+    verified edges with theirs added, and the components relabelled."""
+    if r.cfg.verify.method == "none" or r.cfg.lsh.star_rounds == 0 or not candidates.stars:
+        return (edges, components), {}
+    stars = candidates.star_edges
+    assert stars is not None
+    # A round verifies at most one edge per star edge (and per centre): bounds for the
+    # broadcasts of verification and of the relabelling.
+    bound = 2 * candidates.stars
+    figures: dict[str, int] = {}
+
+    def build() -> DataFrame:
+        found = further_stars(
+            stars,
+            components,
+            verify=lambda pairs: _verified(r, inp, signed, pairs, bound, edges.texts),
+            components=lambda graph: _labels(r, graph, bound)[0],
+            max_rounds=r.cfg.lsh.star_rounds,
+            keep=r.keep,
+        )
+        figures.update(star_rounds=found.rounds, star_pairs=found.pairs, stars_split=found.split)
+        return found.edges
+
+    more = r.work.materialize("stars", inp.fps.stars, build)
+    n = more.count()
+    figures["star_verified_pairs"] = n
+    if n == 0:
+        return (edges, components), figures
+    labels = r.keep(relabel(components, more, lambda graph: _labels(r, graph, n)[0]))
+    union = edges.frame.unionByName(more)
+    return (_Edges(union, edges.rows + n, edges.texts), labels), figures
 
 
 @dataclass(frozen=True)
@@ -706,6 +781,7 @@ def _guard(
             "clusters_split": stats.clusters_split,
             "documents_rehomed": stats.documents_rehomed,
             "released": stats.released,
+            "moved_to_nearest": stats.moved_to_nearest,
             "largest_cluster_before": chosen.largest,
             "largest_cluster_after": after["largest"],
             "seconds": round(time.time() - started, 3),
@@ -883,6 +959,14 @@ def _report(r: RunContext, started: float, inp: ReadResult) -> dict[str, Any]:
             )
         },
         "components": {"backend": c.get("components_backend"), "iterations": c.get("components_iterations")},
+        # Further centres of split star groups (stages/stars.py); null figures: resumed.
+        "stars": {
+            "star_edges": c.get("star_edges"),
+            "rounds": c.get("star_rounds"),
+            "pairs": c.get("star_pairs"),
+            "verified_pairs": c.get("star_verified_pairs"),
+            "still_split": c.get("stars_split"),
+        },
         "seconds": {**r.stages.seconds, "total": round(time.time() - started, 3)},
         "bands": {"bands": cfg.bands, "rows": cfg.rows, "s_curve": s_curve(cfg.bands, cfg.rows)},
         "guard": r.guard or {"enabled": False, "reason": "verify.method none keeps no similarities"},

@@ -504,13 +504,16 @@ def _guard_rounds(
 ) -> dict[Any, tuple[Any, float | None]]:
     """node -> (kept node, similarity): components of `edges`, the best node (smallest
     `order`) kept in each; members below `guard` against it, and `pinned` members (never
-    removed), re-clustered among themselves round after round."""
+    removed), re-clustered among themselves round after round. With `guard`, a cluster the
+    rounds split into 2 to NEAREST_UP_TO kept nodes then sends each of its removed nodes to
+    the kept one it is most similar to (ties: its own, then the smallest id)."""
     adjacency: dict[Any, set[Any]] = defaultdict(set)
     for a, b in edges:
         adjacency[a].add(b)
         adjacency[b].add(a)
     result: dict[Any, tuple[Any, float | None]] = {}
     pending = [c for c in _groups(bfs_components(nodes, edges)) if len(c) > 1]
+    clusters, split = list(pending), False
     for n in nodes:
         if not adjacency[n]:
             result[n] = (n, None)
@@ -531,6 +534,7 @@ def _guard_rounds(
                     failing.append(m)
         if not failing:
             break
+        split = True
         if rounds >= max_rounds:
             for m in failing:
                 result[m] = (m, None)
@@ -542,7 +546,35 @@ def _guard_rounds(
         for c in regrouped:
             if len(c) == 1:
                 result[c[0]] = (c[0], None)
+    if guard is not None and split:
+        _to_nearest(clusters, sets, result)
     return result
+
+
+NEAREST_UP_TO = 32  # docs/design.md: the guard's nearest kept document
+
+
+def _to_nearest(
+    clusters: Sequence[Sequence[Any]],
+    sets: Mapping[Any, frozenset[Shingle]],
+    result: dict[Any, tuple[Any, float | None]],
+) -> None:
+    for cluster in clusters:
+        kept = sorted(m for m in cluster if result[m][0] == m)
+        if not 1 < len(kept) <= NEAREST_UP_TO:
+            continue
+        for m in cluster:
+            own, similarity = result[m]
+            if own == m:
+                continue
+            assert similarity is not None
+            options = [(-similarity, False, own, similarity)]
+            for k in kept:
+                if k != own:
+                    s = jaccard(sets[m], sets[k])
+                    options.append((-s, True, k, s))
+            _, _, best, score = min(options)
+            result[m] = (best, score)
 
 
 def _with_copies(

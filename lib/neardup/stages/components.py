@@ -219,7 +219,7 @@ def _checkpoint_dir(spark: SparkSession) -> str | None:
         return None
 
 
-def _checkpoint(df: DataFrame) -> DataFrame:
+def checkpoint(df: DataFrame) -> DataFrame:
     """Materialize df and cut its lineage (one job).
 
     A reliable checkpoint survives executor loss; a local one (no checkpoint directory)
@@ -370,7 +370,7 @@ def _small_star(oriented: DataFrame) -> DataFrame:
 
 
 def _builtin_components(normalized: DataFrame, max_iterations: int) -> tuple[DataFrame, int]:
-    oriented = _checkpoint(normalized)
+    oriented = checkpoint(normalized)
     iterations = 0
     while True:
         if _node_stats(oriented).where(_not_a_star()).isEmpty():
@@ -380,7 +380,7 @@ def _builtin_components(normalized: DataFrame, max_iterations: int) -> tuple[Dat
                 f"connected components did not converge in {max_iterations} "
                 "large-star/small-star rounds; raise the iteration limit"
             )
-        oriented = _checkpoint(_small_star(_large_star(oriented)))
+        oriented = checkpoint(_small_star(_large_star(oriented)))
         iterations += 1
     # A star forest: each leaf's smallest (only) neighbour is its centre, the component
     # minimum; a centre's neighbours are all larger, so it labels itself.
@@ -398,8 +398,8 @@ def _graphframes_components(spark: SparkSession, normalized: DataFrame) -> DataF
 
     # Materialized inputs: GraphFrames has returned wrong components when its inputs
     # were recomputed (graphframes issues #159, #428, #453).
-    edges = _checkpoint(normalized)
-    vertices = _checkpoint(
+    edges = checkpoint(normalized)
+    vertices = checkpoint(
         edges.select(F.col(SRC).alias("id")).unionByName(edges.select(F.col(DST).alias("id"))).distinct()
     )
     aqe_key = "spark.sql.adaptive.enabled"
@@ -411,6 +411,6 @@ def _graphframes_components(spark: SparkSession, normalized: DataFrame) -> DataF
         labelled = GraphFrame(vertices, edges).connectedComponents()
         smallest = labelled.groupBy("component").agg(F.min("id").alias(COMPONENT))
         result = labelled.join(smallest, on="component").select(F.col("id").alias(DOC_ID), F.col(COMPONENT))
-        return _checkpoint(result)
+        return checkpoint(result)
     finally:
         spark.conf.set(aqe_key, previous or "true")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, Window
@@ -51,13 +52,22 @@ def band_rows(signed: DataFrame) -> DataFrame:
     return signed.select(C.DOC_ID, F.explode(C.BAND_KEYS).alias(C.BAND_KEY))
 
 
+@dataclass(frozen=True)
+class Candidates:
+    edges: DataFrame  # distinct (src, dst), src < dst: what verification scores
+    # (src, dst): every star edge before `_per_document` drops some, src the centre of a
+    # large bucket holding dst. A centre and the documents it is centre to form a star
+    # group, which stages/stars.py resolves further when verification splits it.
+    stars: DataFrame
+
+
 def candidate_edges(
     signed: DataFrame,
     all_pairs_up_to: int,
     split_over: skew.Threshold | None = None,
     keep: Callable[[DataFrame], DataFrame] | None = None,
-) -> DataFrame:
-    """(_id, _bands) -> distinct (src, dst) with src < dst.
+) -> Candidates:
+    """(_id, _bands) -> distinct (src, dst) with src < dst, and the star groups.
 
     One shuffle of the band rows by key; an unordered window gives each row its bucket's
     size and smallest id (no sort by id, no list of the bucket), and the single-document
@@ -72,9 +82,10 @@ def candidate_edges(
     first, and only theirs are counted apart (`_large_buckets`); without any, the plan is
     the window alone.
 
-    keep: persist the distinct candidates, which the three parts of `_per_document` read
-    (without it, each part may run the window and the kernel again: 97 s against 28 s on
-    the skewed benchmark corpus, whose large buckets make a plan Spark did not reuse).
+    keep: persist the distinct candidates, which the three parts of `_per_document` and
+    the star groups read (without it, each part may run the window and the kernel again:
+    97 s against 28 s on the skewed benchmark corpus, whose large buckets make a plan Spark
+    did not reuse).
     """
     id_field = next(f for f in signed.schema.fields if f.name == C.DOC_ID)
     schema = T.StructType(
@@ -114,13 +125,17 @@ def candidate_edges(
 
         return bucket_edges(batches, all_pairs_up_to)
 
-    return _per_document(shared.mapInArrow(edges, schema), keep)
+    merged = shared.mapInArrow(edges, schema).groupBy(C.SRC, C.DST).agg(F.bool_and(C.STAR).alias(C.STAR))
+    if keep is not None:
+        merged = keep(merged)
+    stars = merged.filter(F.col(C.STAR)).select(C.SRC, C.DST)
+    return Candidates(_per_document(merged), stars)
 
 
-def _per_document(raw: DataFrame, keep: Callable[[DataFrame], DataFrame] | None) -> DataFrame:
-    """(src, dst, _star), a pair once per bucket it shares -> distinct (src, dst): the
-    small buckets' pairs, and of a document's star edges the one to its smallest centre
-    (c1), plus one star edge per further pair of centres.
+def _per_document(merged: DataFrame) -> DataFrame:
+    """(src, dst, _star), distinct pairs -> distinct (src, dst): the small buckets' pairs,
+    and of a document's star edges the one to its smallest centre (c1), plus one star edge
+    per further pair of centres.
 
     A document in a large bucket in several bands has a star edge to each of their minima,
     its centres: on the benchmark's skewed corpus (100,000 copies of one page and 1,000
@@ -133,16 +148,16 @@ def _per_document(raw: DataFrame, keep: Callable[[DataFrame], DataFrame] | None)
     But fewer paths are verified: a document whose edge to c1 fails is no longer saved by
     an edge to a further centre, and a further centre hangs on its one link (c, w) and w's
     edge to c1, where before every document with both joined them. On the skew benchmark
-    the clusters were as right as before (F1 1.0000); two or three links per pair of
-    centres would be the remedy should a corpus show the loss.
+    the clusters were as right as before (F1 1.0000). Real text is not so kind: a large
+    bucket's smallest id may be a long file that quotes the licence its other members are
+    copies of, so every copy's one edge fails (recall at J >= 0.9 was 0.91 on the licences
+    of a test machine). Verification splits such a star group, and stages/stars.py gives
+    it further centres until it is whole.
 
     A pair found both in a small bucket and as a star edge counts as a pair (kept whatever
     the stars), so the three sets are disjoint: no `distinct` after them. Every shuffle but
     the first (the `distinct` of all candidates, as before) moves star edges alone.
     """
-    merged = raw.groupBy(C.SRC, C.DST).agg(F.bool_and(C.STAR).alias(C.STAR))
-    if keep is not None:
-        merged = keep(merged)
     pairs = merged.filter(~F.col(C.STAR)).select(C.SRC, C.DST)
     stars = merged.filter(F.col(C.STAR)).select(C.SRC, C.DST)
     first = stars.groupBy(C.DST).agg(F.min(C.SRC).alias(_FIRST))
