@@ -754,6 +754,7 @@ def _guard(
             max_rounds=cfg.guard.max_rounds,
             pinned=r.against.nodes if r.against is not None else None,
             small_pinned=r.against is not None and broadcastable(r.against.n_nodes),
+            nearest_below=cfg.verify_threshold,
         )
     # Kept before the sizes are summed from it: write reads it again.
     guarded = r.keep(guarded)

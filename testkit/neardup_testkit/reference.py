@@ -331,6 +331,13 @@ def star_candidates(buckets: Iterable[Sequence[Any]], cap: int) -> set[Pair]:
     return pairs | star_edges
 
 
+def star_groups(buckets: Iterable[Sequence[Any]], cap: int) -> set[Pair]:
+    """The star edges (centre, member) of the buckets larger than `cap` that are not also a
+    small bucket's pair: the star groups that stages/stars.py resolves."""
+    pairs, star_edges = _bucket_edges(buckets, cap)
+    return star_edges - pairs
+
+
 def bfs_components(nodes: Iterable[Any], edges: Iterable[Pair]) -> dict[Any, Any]:
     """Each node (including edge endpoints missing from `nodes`) -> smallest node of its component."""
     adjacency: dict[Any, list[Any]] = {n: [] for n in nodes}
@@ -423,7 +430,7 @@ def guarded_clusters(
     text_of = dict(zip(ids, texts, strict=True))
     sets = {r: shingles(text_of[r], **shingle_kw) for r in reps}
     edges = similar_pairs(reps, [text_of[r] for r in reps], min_jaccard, **shingle_kw)
-    result = _guard_rounds(reps, list(edges), sets, order, guard, max_rounds, frozenset())
+    result = _guard_rounds(reps, list(edges), sets, order, guard, max_rounds, frozenset(), min_jaccard)
     return _with_copies(ids, rep, result)
 
 
@@ -470,7 +477,7 @@ def incremental_clusters(
     sets = {n: shingles(text_of[n], **shingle_kw) for n in nodes}
     pairs = similar_pairs(nodes, [text_of[n] for n in nodes], min_jaccard, **shingle_kw)
     edges = [(a, b) for a, b in pairs if not (a in indexed and b in indexed)]
-    result = _guard_rounds(nodes, edges, sets, order, guard, max_rounds, indexed)
+    result = _guard_rounds(nodes, edges, sets, order, guard, max_rounds, indexed, min_jaccard)
     return _with_copies(batch_ids, rep, result)
 
 
@@ -501,12 +508,14 @@ def _guard_rounds(
     guard: float | None,
     max_rounds: int,
     pinned: frozenset[Any],
+    nearest_below: float,
 ) -> dict[Any, tuple[Any, float | None]]:
     """node -> (kept node, similarity): components of `edges`, the best node (smallest
     `order`) kept in each; members below `guard` against it, and `pinned` members (never
     removed), re-clustered among themselves round after round. With `guard`, a cluster the
-    rounds split into 2 to NEAREST_UP_TO kept nodes then sends each of its removed nodes to
-    the kept one it is most similar to (ties: its own, then the smallest id)."""
+    rounds split into 2 to NEAREST_UP_TO kept nodes then sends each of its removed nodes below
+    `nearest_below` against its kept one to the kept one it is most similar to (ties: its
+    own, then the smallest id)."""
     adjacency: dict[Any, set[Any]] = defaultdict(set)
     for a, b in edges:
         adjacency[a].add(b)
@@ -547,7 +556,7 @@ def _guard_rounds(
             if len(c) == 1:
                 result[c[0]] = (c[0], None)
     if guard is not None and split:
-        _to_nearest(clusters, sets, result)
+        _to_nearest(clusters, sets, result, nearest_below)
     return result
 
 
@@ -558,6 +567,7 @@ def _to_nearest(
     clusters: Sequence[Sequence[Any]],
     sets: Mapping[Any, frozenset[Shingle]],
     result: dict[Any, tuple[Any, float | None]],
+    below: float,
 ) -> None:
     for cluster in clusters:
         kept = sorted(m for m in cluster if result[m][0] == m)
@@ -568,6 +578,8 @@ def _to_nearest(
             if own == m:
                 continue
             assert similarity is not None
+            if similarity >= below:
+                continue
             options = [(-similarity, False, own, similarity)]
             for k in kept:
                 if k != own:

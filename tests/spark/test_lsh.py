@@ -44,9 +44,12 @@ def test_candidate_edges_match_python_buckets(spark: Any, cap: int, batch_rows: 
     before = spark.conf.get(key)
     spark.conf.set(key, str(batch_rows))  # small batches: buckets straddle Arrow batches
     try:
-        rows = candidate_edges(signed, cap).collect()
+        found = candidate_edges(signed, cap)
+        rows = found.edges.collect()
+        stars = [(r["src"], r["dst"]) for r in found.stars.collect()]
     finally:
         spark.conf.set(key, before)
+    assert sorted(stars) == sorted(reference.star_groups(buckets, cap))
     got = [(r["src"], r["dst"]) for r in rows]
     assert len(got) == len(set(got))
     assert set(got) == want
@@ -69,7 +72,7 @@ def test_a_document_keeps_its_smallest_centre_and_links_the_rest(spark: Any) -> 
         6: [100, 101, 102, 103, 990],
     }
     signed = spark.createDataFrame(list(bands.items()), "_id bigint, _bands array<bigint>")
-    got = {(r["src"], r["dst"]) for r in candidate_edges(signed, 2).collect()}
+    got = {(r["src"], r["dst"]) for r in candidate_edges(signed, 2).edges.collect()}
     # (1, 2) is a pair, so 2 has no star edge. Centres: of 3, 1 and 2; of 4, 1 to 3; of 5 and
     # 6, 1 to 4. Each keeps its edge to 1; 2 is linked to 1 by the smallest document with
     # both, 3: (2, 3); 3 by 4: (3, 4); 4 by 5: (4, 5).

@@ -75,8 +75,8 @@ def test_spread_buckets_give_the_same_candidates(
     )
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     try:
-        spread = [(r[C.SRC], r[C.DST]) for r in lsh.candidate_edges(signed, cap, over).collect()]
-        whole = [(r[C.SRC], r[C.DST]) for r in lsh.candidate_edges(signed, cap, NEVER).collect()]
+        spread = [(r[C.SRC], r[C.DST]) for r in lsh.candidate_edges(signed, cap, over).edges.collect()]
+        whole = [(r[C.SRC], r[C.DST]) for r in lsh.candidate_edges(signed, cap, NEVER).edges.collect()]
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", "4")
     assert len(spread) == len(set(spread))
@@ -87,7 +87,7 @@ def test_no_large_bucket_leaves_the_plan_alone(spark: Any) -> None:
     bands = {d: [d, 10_000 + d // 2] for d in range(200)}  # buckets of one and two documents
     signed = spark.createDataFrame(list(bands.items()), "_id bigint, _bands array<bigint>")
     assert lsh._large_buckets(signed, 32, signed.schema[C.DOC_ID]) is None
-    got = {(r[C.SRC], r[C.DST]) for r in lsh.candidate_edges(signed, 32, 32).collect()}
+    got = {(r[C.SRC], r[C.DST]) for r in lsh.candidate_edges(signed, 32, 32).edges.collect()}
     assert got == _expected_edges(_buckets(bands), 32)
 
 

@@ -11,6 +11,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from pyspark.sql import functions as F
 
 from frames import assert_frames_equal
 from neardup import columns as C
@@ -224,7 +225,11 @@ _EDGES = [(i, i + 1, 0.85) for i in range(1, 6)] + [(10, 11, 0.9), (10, 12, 0.95
 
 
 def _guard(
-    spark: Any, threshold: float | None, max_rounds: int, pinned: tuple[int, ...] = ()
+    spark: Any,
+    threshold: float | None,
+    max_rounds: int,
+    pinned: tuple[int, ...] = (),
+    nearest_below: float | None = None,
 ) -> tuple[dict[int, Any], GuardStats]:
     """The guard on the chain and the star; `pinned`: indexed documents (dedup --against),
     first in the survivor order and never removed."""
@@ -244,7 +249,18 @@ def _guard(
 
     def score(pairs: Any) -> Any:
         scored.append(pairs.count())
-        return pairs.join(table, [C.SRC, C.DST])
+        # From the kept document, whichever id is smaller (as verify_pairs scores them).
+        ordered = pairs.select(F.least(C.SRC, C.DST).alias(C.SRC), F.greatest(C.SRC, C.DST).alias(C.DST))
+        sims = ordered.join(table, [C.SRC, C.DST])
+        # Back in the caller's order: (src, dst) as asked.
+        return (
+            pairs.join(
+                sims.select(F.col(C.SRC).alias("_a"), F.col(C.DST).alias("_b"), C.SIMILARITY),
+                F.least(C.SRC, C.DST) == F.col("_a"),
+            )
+            .filter(F.greatest(C.SRC, C.DST) == F.col("_b"))
+            .select(C.SRC, C.DST, C.SIMILARITY)
+        )
 
     def components(e: Any) -> Any:
         return connected_components(e, backend="builtin")[0]
@@ -261,9 +277,12 @@ def _guard(
         threshold=threshold,
         max_rounds=max_rounds,
         pinned=spark.createDataFrame([(i,) for i in pinned], f"{C.DOC_ID} bigint") if pinned else None,
+        nearest_below=nearest_below,
     )
     assert out.columns == [C.DOC_ID, C.KEPT_ID, C.SIMILARITY]
-    assert stats.scored_pairs == sum(scored)
+    # The nearest step's scoring is the last call, not a round's.
+    rounds = scored[:-1] if nearest_below is not None and stats.clusters_split else scored
+    assert stats.scored_pairs == sum(rounds)
     return {r[C.DOC_ID]: (r[C.KEPT_ID], r[C.SIMILARITY]) for r in out.collect()}, stats
 
 
@@ -286,6 +305,24 @@ def test_guard_splits_a_drifting_chain_until_every_member_clears_it(spark: Any) 
     assert stats == GuardStats(
         rounds=2, scored_pairs=5, clusters_split=1, documents_rehomed=3, released=0, failing_per_round=[3, 0]
     )
+
+
+def test_guard_sends_a_removed_document_below_the_threshold_to_its_nearest_kept_one(spark: Any) -> None:
+    """After the rounds split the chain around 1 and 4, 3 (0.7225 to 1, below 0.8) is scored
+    against 4 (0.85) and moves there; 2 (0.85 to 1) and the star stay."""
+    got, stats = _guard(spark, threshold=0.7, max_rounds=20, nearest_below=0.8)
+    assert got == {
+        1: (1, None),
+        2: (1, 0.85),
+        3: (4, 0.85),
+        4: (4, None),
+        5: (4, 0.85),
+        6: (4, 0.7225),
+        10: (10, None),
+        11: (10, 0.9),
+        12: (10, 0.95),
+    }
+    assert stats.moved_to_nearest == 1
 
 
 def test_guard_keeps_alone_what_still_fails_after_max_rounds(spark: Any) -> None:

@@ -16,9 +16,11 @@ Splitting peels a cluster around each kept document in turn, and two near-identi
 documents on either side of the threshold against one kept document end apart: on real
 text, plain copies of a licence around the longer files that quote it (recall at J >= 0.9
 fell to 0.91). So when the rounds have split a cluster into at most `NEAREST_UP_TO` kept
-documents, each removed document of it is scored against all of them and goes to the one
-it is most similar to (ties: the one it has, then the smallest id). It still clears the
-threshold; twins, scoring alike, go to the same one (recall 0.9999 on that corpus).
+documents, each removed document of it below `nearest_below` (the verification threshold)
+against its kept one is scored against all of them and goes to the one it is most similar
+to (ties: the one it has, then the smallest id). It still clears the guard; twins, scoring
+alike, go to the same one (recall 0.9999 on that corpus). A document at the verification
+threshold or above is where the user asked it to be, and stays.
 
 With `dedup --against`, indexed documents are `pinned`: never removed. One that is not its
 cluster's survivor (a batch document bridged two indexed ones) fails whatever its score and
@@ -72,6 +74,7 @@ def guard_clusters(
     max_rounds: int,
     pinned: DataFrame | None = None,
     small_pinned: bool = True,
+    nearest_below: float | None = None,
 ) -> tuple[DataFrame, GuardStats]:
     """clustered (_id, _kept_id): every representative in a cluster (kept ones included);
     edges (src, dst, similarity): the verified edges, src < dst
@@ -83,7 +86,8 @@ def guard_clusters(
     a frame for the rest of the run. threshold None: the guard is off and the removed
     documents are only scored. pinned (_id): documents never removed (indexed ones),
     broadcast when `small_pinned`; a pinned document that is not its cluster's survivor
-    fails whatever its score.
+    fails whatever its score. nearest_below: removed documents of split clusters below this
+    against their kept one go to the nearest kept one of their cluster (None: no such step).
     """
     stats = GuardStats()
     edge_sims = edges.select(C.SRC, C.DST, C.SIMILARITY)
@@ -137,10 +141,10 @@ def guard_clusters(
     out = settled[0]
     for part in settled[1:]:
         out = out.unionByName(part)
-    if threshold is not None and stats.clusters_split:
+    if threshold is not None and nearest_below is not None and stats.clusters_split:
         # Checkpointed, before and after: the rounds' plans, unioned and joined again, took
         # minutes to plan and ran the driver out of memory on the planted chains.
-        out, stats.moved_to_nearest = _nearest_kept(checkpoint(out), clustered, score, keep)
+        out, stats.moved_to_nearest = _nearest_kept(checkpoint(out), clustered, score, keep, nearest_below)
         out = checkpoint(out)
     return out, stats
 
@@ -150,17 +154,18 @@ def _nearest_kept(
     clustered: DataFrame,
     score: Callable[[DataFrame], DataFrame],
     keep: Callable[[DataFrame], DataFrame],
+    below: float,
 ) -> tuple[DataFrame, int]:
-    """Each removed document of a cluster that the rounds split into 2 to `NEAREST_UP_TO`
-    kept documents, moved to the one it is most similar to -> (the assignment, how many
-    moved). Two jobs: the scoring with the choice, and the count."""
+    """Each removed document below `below` against its kept one, of a cluster that the rounds
+    split into 2 to `NEAREST_UP_TO` kept documents, moved to the one it is most similar to ->
+    (the assignment, how many moved). Two jobs: the scoring with the choice, and the count."""
     is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
     origin = clustered.select(C.DOC_ID, F.col(C.KEPT_ID).alias(_ORIGIN))
     rows = guarded.join(origin, C.DOC_ID)
     survivors = rows.filter(is_kept).select(_ORIGIN, F.col(C.DOC_ID).alias(_NEAR))
     sizes = survivors.groupBy(_ORIGIN).agg(F.count(F.lit(1)).alias("_n"))
     split = sizes.filter((F.col("_n") > 1) & (F.col("_n") <= NEAREST_UP_TO)).select(_ORIGIN)
-    removed = rows.filter(~is_kept).join(split, _ORIGIN, "left_semi")
+    removed = rows.filter(~is_kept & (F.col(C.SIMILARITY) < below)).join(split, _ORIGIN, "left_semi")
     pairs = (
         removed.join(survivors, _ORIGIN)
         .filter(F.col(_NEAR) != F.col(C.KEPT_ID))
