@@ -69,9 +69,18 @@ def test_sample_corpus_end_to_end(sample_run: tuple[Path, subprocess.CompletedPr
         "clusters_split": 3,
         "documents_rehomed": 3,
         "released": 0,
+        "moved_to_nearest": 0,
         "largest_cluster_before": 5,
         "largest_cluster_after": 5,
         "seconds": report["guard"]["seconds"],
+    }
+    # No bucket of the sample is a star: the stage has nothing to resolve.
+    assert report["stars"] == {
+        "star_edges": 0,
+        "rounds": None,
+        "pairs": None,
+        "verified_pairs": None,
+        "still_split": None,
     }
     # One line per stage on stderr, no Python traceback.
     assert "stage sign" in proc.stderr and "Traceback" not in proc.stderr
@@ -114,8 +123,8 @@ def test_missing_input_and_usage(tmp_path: Path) -> None:
     ("crash_after", "finished"),
     [
         ("sign", ["signatures"]),
-        ("candidates", ["candidates", "signatures"]),
-        ("verify", ["candidates", "edges", "signatures"]),
+        ("candidates", ["candidates", "signatures", "star_edges"]),
+        ("verify", ["candidates", "edges", "signatures", "star_edges"]),
     ],
 )
 def test_rerun_after_a_crash_resumes_from_finished_stages(
@@ -204,9 +213,10 @@ def test_stderr_holds_neardup_lines_only(sample_run: tuple[Path, subprocess.Comp
                 ("read", "input=3,000"),
                 ("sign", "rejected=0, signed=3,000"),
                 ("exact", "exact_duplicates=119"),
-                ("candidates", f"candidate_pairs={n}"),
+                ("candidates", f"candidate_pairs={n}, star_edges=0"),
                 ("verify", f"verified_pairs={n}"),
                 ("components", "components_backend=driver, components_iterations=0"),
+                ("stars", ""),
                 ("survivors", "clustered=260"),
                 (
                     "guard",
