@@ -329,14 +329,15 @@ def test_a_killed_driver_leaves_nothing_complete_and_the_rerun_resumes(
     assert not (out / "_SUCCESS").exists() and not out.exists()
     work = tmp_path / "out.neardup-staging" / "_work"
     finished = sorted(p.name.split("-")[0] for p in work.iterdir() if (p / "_SUCCESS").exists())
-    assert finished == ["candidates", "signatures"]
+    # The candidates stage writes the star edges too (stages/stars.py reads them).
+    assert finished == ["candidates", "signatures", "star_edges"]
     again = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=_env(), cwd=ROOT)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     output = proc.stdout + proc.stderr
     assert "stage signatures reusing" in output and "stage candidates reusing" in output
     report = json.loads((out / "report.json").read_text())
-    assert sorted(report["resumed_stages"]) == ["candidates", "signatures"]
+    assert sorted(report["resumed_stages"]) == ["candidates", "signatures", "star_edges"]
     assert _clusters(out) == _clusters(reference)
     print(f"driver killed {killed_at:.1f} s into the run; the rerun took {time.monotonic() - again:.1f} s")
 
