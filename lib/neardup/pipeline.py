@@ -631,18 +631,16 @@ def _stars(
         return (edges, components), {}
     stars = candidates.star_edges
     assert stars is not None
-    # A round verifies at most one edge per star edge (and per centre): bounds for the
-    # broadcasts of verification and of the relabelling.
-    bound = 2 * candidates.stars
     figures: dict[str, int] = {}
 
     def build() -> DataFrame:
         found = further_stars(
             stars,
             components,
-            verify=lambda pairs: _verified(r, inp, signed, pairs, bound, edges.texts),
-            components=lambda graph: _labels(r, graph, bound)[0],
+            verify=lambda pairs, n: _verified(r, inp, signed, pairs, n, edges.texts),
+            components=lambda graph, n: _labels(r, graph, n)[0],
             max_rounds=r.cfg.lsh.star_rounds,
+            all_up_to=r.cfg.lsh.all_pairs_up_to,
             keep=r.keep,
         )
         figures.update(star_rounds=found.rounds, star_pairs=found.pairs, stars_split=found.split)

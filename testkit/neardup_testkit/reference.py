@@ -514,8 +514,8 @@ def _guard_rounds(
     `order`) kept in each; members below `guard` against it, and `pinned` members (never
     removed), re-clustered among themselves round after round. With `guard`, a cluster the
     rounds split into 2 to NEAREST_UP_TO kept nodes then sends each of its removed nodes below
-    `nearest_below` against its kept one to the kept one it is most similar to (ties: its
-    own, then the smallest id)."""
+    `nearest_below` against its kept one to the kept one it is most similar to, by
+    NEAREST_MARGIN more than to its own (ties: its own, then the smallest id)."""
     adjacency: dict[Any, set[Any]] = defaultdict(set)
     for a, b in edges:
         adjacency[a].add(b)
@@ -561,6 +561,7 @@ def _guard_rounds(
 
 
 NEAREST_UP_TO = 32  # docs/design.md: the guard's nearest kept document
+NEAREST_MARGIN = 0.05  # ... and how much more similar it must be than the current one
 
 
 def _to_nearest(
@@ -580,7 +581,7 @@ def _to_nearest(
             assert similarity is not None
             if similarity >= below:
                 continue
-            options = [(-similarity, False, own, similarity)]
+            options = [(-(similarity + NEAREST_MARGIN), False, own, similarity)]
             for k in kept:
                 if k != own:
                     s = jaccard(sets[m], sets[k])

@@ -8,20 +8,25 @@ links the copies to each other (recall at J >= 0.9 fell to 0.62 on 29,491 licenc
 package files).
 
 A star group is a centre with every document it is the centre of (its star edges before
-`lsh._per_document` keeps some). After verification and components, a group is split when a
-member is outside the components of all the group's centres so far. Round by round, each
-split group takes one such member as a further centre, and a star from it to every member
+`lsh._per_document` keeps some). After verification and components, a group is split while
+a member is outside the components of all the group's centres so far. Round by round, each
+split group takes further centres among such members, and a star from each to every member
 outside its component is verified. The verified edges join the graph, and the group is
-whole once every member is in the component of one of its centres. A further centre is
-the least member by a hash of group, member and round, not the smallest id again: a
-corpus's order could make that the same kind of document each time.
+whole once every member is a centre or in a centre's component. Further centres are the
+least members by a hash of group, member and round, not the smallest ids again: a corpus's
+order could make those the same kind of document each time.
 
-Each round verifies at most one edge per member of a split group, so `lsh.star_rounds`
-bounds the work linearly in the groups' sizes. A group whose members are dissimilar to
-each other (a notice shared by otherwise different documents) stays split whatever the
-rounds: that is the truth, and the rounds bound what finding it out costs. Groups still
-split after the last round are counted in report.json. The rounds on a corpus whose groups
-are all whole cost one job: the check that finds none split.
+How many: every outside member at once when there are at most `lsh.all_pairs_up_to` of
+them (as a bucket that small verifies all its pairs), otherwise 1, 2, 4, ... in rounds 1,
+2, 3, .... One centre per round was not enough on real text: a group of a licence's
+copies also holds a dozen files that only quote it, each its own component, and the
+copies of a second variant were reached after the rounds ran out (recall at J >= 0.9
+0.983 on one machine's 1,798 files). Over `lsh.star_rounds` rounds a group of n members
+verifies at most max(all_pairs_up_to, 2^rounds) x n pairs: linear in the group. A group of
+many mutually dissimilar members (a notice shared by otherwise different documents) is
+where the bound binds; those left split after the last round are counted in report.json.
+The rounds on a corpus whose groups are all whole cost one job: the check that finds none
+split.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -41,7 +47,10 @@ _LABEL = "_label"  # a document's component: the smallest id in it, or its own i
 _CENTRE = "_centre"
 _NEW = "_new_component"
 # The rule, in the fingerprint of the stage's result under _work/.
-RULE = "further centres: least hash of (group, member, round) outside the centres' components"
+RULE = (
+    "further centres: all outside members up to all_pairs_up_to, else the 2^(round-1) least by a hash of"
+    " (group, member, round)"
+)
 
 
 @dataclass(frozen=True)
@@ -83,21 +92,50 @@ def relabel(labels: DataFrame, edges: DataFrame, components: Callable[[DataFrame
     )
 
 
+_FRACTION = 1 << 30  # the hash's resolution for the share of a group's outside members taken
+
+
+def _further_centres(outside: DataFrame, number: int, all_up_to: int) -> DataFrame:
+    """(_group, _id) of the members outside their group's centres' components -> (_group,
+    _centre) of round `number`: all of a group's when at most `all_up_to`, else its least
+    member by a hash of (group, member, round) and about 2^(number-1) more, those whose hash
+    falls in that share of its range. An aggregation and a join on the group rather than a
+    window: a window sorts a whole group in one task, and the largest groups are what the
+    skew goals are about."""
+    hashed = outside.withColumn("_h", F.xxhash64(C.GROUP, C.DOC_ID, F.lit(number)))
+    stats = hashed.groupBy(C.GROUP).agg(
+        F.count(F.lit(1)).alias("_outside"), F.min(F.struct("_h", C.DOC_ID))[C.DOC_ID].alias("_least")
+    )
+    share = F.lit(float(_FRACTION * 2 ** (number - 1))) / F.col("_outside")
+    take = (
+        (F.col("_outside") <= all_up_to)
+        | (F.col(C.DOC_ID) == F.col("_least"))
+        | (F.pmod(F.col("_h"), F.lit(_FRACTION)) < share)
+    )
+    return hashed.join(stats, C.GROUP).filter(take).select(C.GROUP, F.col(C.DOC_ID).alias(_CENTRE))
+
+
+def _bounded(components: Callable[[DataFrame, int], DataFrame], n: int, graph: DataFrame) -> DataFrame:
+    return components(graph, n)
+
+
 def further_stars(
     stars: DataFrame,
     labels: DataFrame,
-    verify: Callable[[DataFrame], DataFrame],
-    components: Callable[[DataFrame], DataFrame],
+    verify: Callable[[DataFrame, int], DataFrame],
+    components: Callable[[DataFrame, int], DataFrame],
     max_rounds: int,
+    all_up_to: int,
     keep: Callable[[DataFrame], DataFrame],
 ) -> StarRounds:
     """Star edges (src, dst) and the components (_id, _component) of the verified graph ->
     the further verified edges that make the split groups whole, within `max_rounds`.
 
-    `verify` scores (src, dst) pairs and keeps those at the threshold; `components` labels
-    a small graph; `keep` persists a frame read more than once. Each round: one job finds
-    the split groups and their further centres, one counts the pairs, then verification
-    and the relabelling. One more job counts the groups still split after the last."""
+    `verify` scores n (src, dst) pairs and keeps those at the threshold; `components`
+    labels a small graph of at most n edges; `keep` persists a frame read more than once.
+    Each round: one job finds the split groups and their further centres, one counts the
+    pairs, then verification and the relabelling. One more job counts the groups still
+    split after the last."""
     members = keep(star_members(stars))
     centres = members.filter(F.col(C.GROUP) == F.col(C.DOC_ID)).select(
         C.GROUP, F.col(C.DOC_ID).alias(_CENTRE)
@@ -108,13 +146,11 @@ def further_stars(
         labelled = keep(_labelled(members, C.DOC_ID, labels))
         covered = _labelled(centres, _CENTRE, labels).select(C.GROUP, _LABEL).distinct()
         outside = labelled.join(covered, [C.GROUP, _LABEL], "left_anti")
-        # The least of (hash, id): a member that no id order favours, the same in every run.
-        least = F.min(F.struct(F.xxhash64(C.GROUP, C.DOC_ID, F.lit(number)).alias("h"), C.DOC_ID))
-        chosen = keep(outside.groupBy(C.GROUP).agg(least[C.DOC_ID].alias(_CENTRE)))
-        split = chosen.count()
+        chosen = keep(_further_centres(outside, number, all_up_to))
+        split = chosen.select(C.GROUP).distinct().count()
         if split == 0 or number > max_rounds:
             break
-        log.info("stars: round %d, %d split star groups get a further centre", number, split)
+        log.info("stars: round %d, %d split star groups get further centres", number, split)
         centre = _labelled(chosen, _CENTRE, labels).withColumnRenamed(_LABEL, "_centre_label")
         star = (
             labelled.join(centre, C.GROUP)
@@ -126,12 +162,13 @@ def further_stars(
             .distinct()
         )
         star = keep(star)
-        pairs += star.count()
+        count = star.count()
+        pairs += count
         # Checkpointed: each round's plans would otherwise hold every round before, and
         # planning them took minutes by the third round.
-        verified = checkpoint(verify(star))
+        verified = checkpoint(verify(star, count))
         found.append(verified)
-        labels = checkpoint(relabel(labels, verified, components))
+        labels = checkpoint(relabel(labels, verified, partial(_bounded, components, count)))
         centres = checkpoint(centres.unionByName(chosen.select(C.GROUP, _CENTRE)))
     edges = found[0] if found else None
     for more in found[1:]:
