@@ -15,16 +15,25 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tier's marker from the directory: `-m spark`, `-m e2e`, `-m "not e2e"`."""
+    for item in items:
+        tier = item.path.parent.name
+        if tier in ("spark", "e2e"):
+            item.add_marker(tier)
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from neardup.runtime.session import get_spark
+    from neardup.runtime.session import start
 
     packages = {"spark.jars.packages": GRAPHFRAMES} if GRAPHFRAMES else {}
-    session = get_spark(
+    # The command line's settings for a small local input (C1 only, adaptive execution off,
+    # a shuffle partition per core): every corpus here is small, and they halve the Spark
+    # jobs of a run (97 to 48 on the sample). Tests of other partitionings set them.
+    session = start(
         "local[2]",
         {
-            "spark.sql.shuffle.partitions": "4",
-            "spark.default.parallelism": "4",
             # The UI's REST API lists jobs with their descriptions (test_job_groups.py);
             # port 0: any free one.
             "spark.ui.port": "0",
@@ -33,7 +42,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
             **packages,
         },
         app_name="neardup-tests",
-    )
+        small_input=True,
+    ).spark
     session.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("checkpoints")))
     yield session
     session.stop()

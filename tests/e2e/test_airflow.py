@@ -31,7 +31,7 @@ SAMPLE = ROOT / "data" / "sample" / "corpus.jsonl.gz"
 SPARK_SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"
 ARGS = ["dedup", "--input", "{{ params.input }}", "--output", "{{ params.output }}", "--overwrite"]
 
-pytestmark = [pytest.mark.slow, pytest.mark.airflow]
+pytestmark = [pytest.mark.slow, pytest.mark.platform, pytest.mark.airflow]
 
 
 def _tail(path: Path, chars: int = 6000) -> str:

@@ -21,6 +21,7 @@ def _rows(out: Path) -> list[dict[str, object]]:
     return pq.read_table(out / "clusters").to_pylist()
 
 
+@pytest.mark.compat
 def test_sample_corpus_end_to_end(sample_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
     out, proc = sample_run
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -119,20 +120,12 @@ def test_missing_input_and_usage(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("crash_after", "finished"),
-    [
-        ("sign", ["signatures"]),
-        ("candidates", ["candidates", "signatures", "star_edges"]),
-        ("verify", ["candidates", "edges", "signatures", "star_edges"]),
-    ],
-)
 def test_rerun_after_a_crash_resumes_from_finished_stages(
-    sample_run: tuple[Path, subprocess.CompletedProcess[str]],
-    tmp_path: Path,
-    crash_after: str,
-    finished: list[str],
+    sample_run: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path
 ) -> None:
+    """A driver process that dies after sign; the rerun resumes. The later stages' crashes
+    are tests/spark/test_resume.py's, in-process."""
+    crash_after, finished = "sign", ["signatures"]
     out = tmp_path / "out"
     args = ["dedup", "--input", str(SAMPLE), "--output", str(out)]
     env_fail = {"NEARDUP_FAIL_AFTER_STAGE": crash_after}
@@ -142,12 +135,11 @@ def test_rerun_after_a_crash_resumes_from_finished_stages(
     staging = tmp_path / "out.neardup-staging" / "_work"
     assert sorted(p.name.split("-")[0] for p in staging.iterdir() if (p / "_SUCCESS").exists()) == finished
 
-    if crash_after == "sign":
-        # Other signing parameters: the finished signatures are not reused (nor mixed in).
-        other = neardup(*args, "--set", "minhash.seed=7", env=env_fail)
-        assert other.returncode == 86 and "reusing" not in other.stderr
-        crashed = neardup(*args, env=env_fail)
-        assert crashed.returncode == 86
+    # Other signing parameters: the finished signatures are not reused (nor mixed in).
+    other = neardup(*args, "--set", "minhash.seed=7", env=env_fail)
+    assert other.returncode == 86 and "reusing" not in other.stderr
+    crashed = neardup(*args, env=env_fail)
+    assert crashed.returncode == 86
     resumed = neardup(*args)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     for stage in finished:

@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 import yaml
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.platform]
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy" / "databricks"
@@ -237,19 +237,6 @@ def test_the_runtime_satisfies_the_wheel_requirements() -> None:
 # --- 3 and 4. the wheel, installed into a fresh environment --------------------------------
 
 
-def _clean_copy(dest: Path) -> Path:
-    """The tracked files, as a fresh clone has them (as in test_wheel.py)."""
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
-    for name in filter(None, listed.decode().split("\0")):
-        src, dst = ROOT / name, dest / name
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_symlink():
-            dst.symlink_to(src.readlink())
-        elif src.is_file():
-            shutil.copy2(src, dst)
-    return dest
-
-
 def _run(cmd: list[str], timeout: int, **kw: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False, **kw)
 
@@ -280,15 +267,10 @@ class Installed:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+def installed(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Iterator[Installed]:
     if shutil.which("java") is None:
         pytest.skip("java is not on PATH")
     root = tmp_path_factory.mktemp("dbx")
-    source = _clean_copy(root / "src")
-    dist = root / "dist"
-    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(dist), str(source)], 600)
-    assert built.returncode == 0, built.stderr[-3000:]
-    (wheel,) = dist.glob("neardup-*.whl")
     with zipfile.ZipFile(wheel) as z:
         (entry_points,) = [n for n in z.namelist() if n.endswith(".dist-info/entry_points.txt")]
         assert "neardup = neardup.cli:main" in z.read(entry_points).decode()

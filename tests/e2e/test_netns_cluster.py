@@ -35,7 +35,7 @@ WORKERS = 2
 # above a run's one to three minutes on two cores shared with other work.
 JOB_DEADLINE = 480
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.platform]
 
 # Urls of the namespaces' web UIs must not go through a proxy the environment names.
 _direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))

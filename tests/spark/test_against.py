@@ -150,6 +150,7 @@ def test_batch_a_and_the_whole_corpus_equal_brute_force(runs: Runs, refs: Refere
     assert _result(runs.whole) == _rounded(refs.whole)
 
 
+@pytest.mark.compat
 def test_batch_b_against_the_index_equals_brute_force(runs: Runs, refs: References, corpus: Corpus) -> None:
     rows = _clusters(runs.b)
     assert _result(runs.b) == _rounded(refs.b)
@@ -252,16 +253,18 @@ def test_same_result_whatever_the_partitioning(
     """The batch in one file, rows reversed, and another shuffle width: the same clusters/."""
     table = pq.read_table(corpus.root / "B")
     pq.write_table(table.take(pa.array(range(len(table) - 1, -1, -1))), tmp_path / "b.parquet")
+    partitions_before = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", "7")
     try:
         run(
             spark, config.load(sets=SETS), str(tmp_path / "b.parquet"), str(tmp_path / "out"), str(runs.index)
         )
     finally:
-        spark.conf.set("spark.sql.shuffle.partitions", "4")
+        spark.conf.set("spark.sql.shuffle.partitions", partitions_before)
     assert sorted(_clusters(tmp_path / "out"), key=lambda r: r["id"]) == _clusters(runs.b)
 
 
+@pytest.mark.compat
 def test_an_index_of_other_parameters_or_texts_or_ids_is_refused(
     spark: Any, runs: Runs, corpus: Corpus, tmp_path: Path
 ) -> None:
@@ -338,6 +341,7 @@ def test_signature_verification_against_an_index_of_signatures(
     assert len(got & want) >= 0.9 * len(want)
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 def test_texts_in_json_lines_or_csv_with_string_ids(spark: Any, fmt: str, tmp_path: Path) -> None:
     """The texts' location in the other formats (read back with the recorded columns; JSON

@@ -13,13 +13,16 @@ import pytest
 from badinput import continue_rows, write_continue_corpus, write_lenient_inputs, write_stop_cases
 from neardup.cli import main
 
+# report.html is tested in tests/spark/test_report.py and tests/e2e; here it only costs time.
+NO_HTML = ("--set", "report.html=false")
+
 
 def test_messy_rows_each_get_their_documented_status(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     inp = write_continue_corpus(tmp_path)
     out = tmp_path / "out"
-    assert main(["dedup", "--input", str(inp), "--output", str(out)]) == 0, capsys.readouterr().err
+    assert main(["dedup", "--input", str(inp), "--output", str(out), *NO_HTML]) == 0, capsys.readouterr().err
     rows = {r["id"]: r for r in pq.read_table(out / "clusters").to_pylist()}
     _, expected = continue_rows()
     got = {i: (r["status"], r["reason"]) for i, r in rows.items()}
@@ -55,10 +58,12 @@ STOP_CASES = [
 ]
 
 
+@pytest.mark.compat
 def test_every_stop_case_is_tested(tmp_path: Path) -> None:
     assert sorted(write_stop_cases(tmp_path)) == STOP_CASES
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("case", STOP_CASES)
 def test_inputs_that_stop_the_job(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
@@ -71,17 +76,19 @@ def test_inputs_that_stop_the_job(
     assert not out.exists()
 
 
+@pytest.mark.compat
 def test_lenient_inputs_run_through(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     paths = write_lenient_inputs(tmp_path / "in")
-    assert main(["dedup", "--input", str(paths["csv"]), "--output", str(tmp_path / "csv")]) == 0
+    assert main(["dedup", "--input", str(paths["csv"]), "--output", str(tmp_path / "csv"), *NO_HTML]) == 0
     kept = pq.read_table(tmp_path / "csv" / "kept").to_pylist()
     assert {r["id"] for r in kept} == {"1", "2"}
     assert "caf\ufffd" in next(r["text"] for r in kept if r["id"] == "1")
-    assert main(["dedup", "--input", str(paths["jsonl"]), "--output", str(tmp_path / "js")]) == 0
+    assert main(["dedup", "--input", str(paths["jsonl"]), "--output", str(tmp_path / "js"), *NO_HTML]) == 0
     ids = pq.read_table(tmp_path / "js" / "clusters").column("id").to_pylist()
     assert sorted(ids) == ["1", "b-2"]
 
 
+@pytest.mark.compat
 def test_malformed_lines_can_be_rejected_with_file_and_line(spark: Any, tmp_path: Path) -> None:
     """input.malformed: reject puts each malformed JSON line in rejected/ (file, line number,
     the raw line), counts it as input, and goes on with the rest."""
@@ -107,7 +114,8 @@ def test_malformed_lines_can_be_rejected_with_file_and_line(spark: Any, tmp_path
         f.write(b'{"id": 77, "text": "caf\xe9 latin-1 bytes"}\n')  # line 6
         f.write(b"".join(json.dumps(r).encode() + b"\n" for r in good[30:]))
     out = tmp_path / "out"
-    report = run(spark, config.load(sets=["input.malformed=reject"]), str(src), str(out)).report
+    cfg = config.load(sets=["input.malformed=reject", "report.html=false"])
+    report = run(spark, cfg, str(src), str(out)).report
     assert report["counts"]["input"] == 43 and report["counts"]["malformed"] == 3
     assert report["counts"]["rejected"] == 3 and report["counts"]["kept"] == 40
     clusters = pq.read_table(out / "clusters")

@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from graphframes_env import NO_GRAPHFRAMES
+from graphframes_env import GRAPHFRAMES, NO_GRAPHFRAMES
 from neardup.columns import COMPONENT, DOC_ID
 from neardup.errors import NeardupError, UsageError
 from neardup.stages.components import connected_components, graphframes_available
@@ -112,6 +112,7 @@ def test_star_centred_on_minimum_needs_no_round(spark: SparkSession) -> None:
     assert stats["iterations"] == 0
 
 
+@pytest.mark.compat
 @WAYS
 def test_empty(spark: SparkSession, way: dict[str, Any]) -> None:
     got, stats = run(spark, [], **way)
@@ -121,6 +122,7 @@ def test_empty(spark: SparkSession, way: dict[str, Any]) -> None:
     assert got == {}
 
 
+@pytest.mark.compat
 @WAYS
 def test_self_loops_and_null_endpoints_dropped(spark: SparkSession, way: dict[str, Any]) -> None:
     edges = [(1, 1), (2, 3), (3, 3), (4, None), (None, None), (None, 5), (6, 2)]
@@ -168,6 +170,7 @@ def test_random_sparse_graphs(spark: SparkSession, way: dict[str, Any]) -> None:
 # --- id types ---------------------------------------------------------------------
 
 
+@pytest.mark.compat
 @WAYS
 def test_string_ids(spark: SparkSession, way: dict[str, Any]) -> None:
     awkward: list[Edge] = [
@@ -206,6 +209,7 @@ def test_integer_ids(spark: SparkSession, way: dict[str, Any]) -> None:
     check(spark, [(3, 1), (1, 2), (5, 4), (-7, 5)], T.ShortType(), **way)
 
 
+@pytest.mark.compat
 def test_other_id_types_take_the_distributed_path(spark: SparkSession) -> None:
     """Decimal and date ids are not labelled on the driver (their Python values need not
     come back from Arrow exactly): `auto` runs the rounds instead, with the same result."""
@@ -222,6 +226,7 @@ def test_other_id_types_take_the_distributed_path(spark: SparkSession) -> None:
         assert {r[DOC_ID]: r[COMPONENT] for r in result.collect()} == bfs_components(edges)
 
 
+@pytest.mark.compat
 def test_mixed_types_rejected(spark: SparkSession) -> None:
     df = spark.createDataFrame([(1, "a")], "src long, dst string")
     with pytest.raises(ValueError, match="same type"):
@@ -231,6 +236,7 @@ def test_mixed_types_rejected(spark: SparkSession) -> None:
 # --- limits and backends ----------------------------------------------------------
 
 
+@pytest.mark.compat
 def test_max_iterations_exceeded(spark: SparkSession) -> None:
     rng = random.Random(3)
     ids = list(range(200))
@@ -245,17 +251,13 @@ def test_unknown_backend(spark: SparkSession) -> None:
         connected_components(edges_df(spark, [(1, 2)], T.LongType()), backend="networkx")
 
 
-def test_graphframes_availability_is_a_bool(spark: SparkSession) -> None:
-    assert graphframes_available(spark) in (True, False)
+@pytest.mark.compat
+def test_graphframes_is_available_exactly_when_the_session_has_its_jar(spark: SparkSession) -> None:
+    # tests/conftest.py puts the jar on the session's packages when ~/.m2 holds it.
+    assert graphframes_available(spark) is (GRAPHFRAMES is not None)
 
 
-def test_auto_uses_builtin_without_graphframes(spark: SparkSession) -> None:
-    if graphframes_available(spark):
-        pytest.skip("GraphFrames jar is on the classpath: auto picks it")
-    _, stats = connected_components(edges_df(spark, [(1, 2)], T.LongType()))
-    assert stats["backend"] == "builtin"
-
-
+@pytest.mark.compat
 def test_graphframes_without_jar_is_a_usage_error(spark: SparkSession) -> None:
     if graphframes_available(spark):
         pytest.skip("GraphFrames jar is on the classpath")
@@ -271,25 +273,27 @@ def test_graphframes_without_jar_is_a_usage_error(spark: SparkSession) -> None:
 def _graphs(seed: int) -> list[tuple[str, list[Edge]]]:
     """Random graphs, a long path, stars, and the same with shuffled (sparse, signed) ids."""
     rng = random.Random(seed)
-    path = [(i, i + 1) for i in range(600)]
+    # GraphFrames' rounds grow with a component's diameter, each with a checkpoint: a path
+    # of 600 took minutes; 120 is still far longer than any other graph here.
+    path = [(i, i + 1) for i in range(120)]
     stars = [(c * 1000, c * 1000 + k) for c in range(1, 30) for k in range(1, 40)]
     relabel = dict(zip(range(-1, 30_000), rng.sample(range(-(10**12), 10**12), 30_001), strict=True))
     shuffled = [(relabel[a], relabel[b]) for a, b in path + [(a % 30_000, b % 30_000) for a, b in stars]]
     return [
         ("random 50", random_graph(rng, 50, 40)),
         ("random 400", random_graph(rng, 400, 350)),
-        ("path 600", path),
+        ("path 120", path),
         ("stars", stars),
         ("path and stars, shuffled ids", shuffled),
     ]
 
 
-@pytest.mark.parametrize("seed", [11, 12])
-def test_graphframes_agrees_with_bfs_and_builtin(spark: SparkSession, seed: int) -> None:
+@pytest.mark.compat
+def test_graphframes_agrees_with_bfs_and_builtin(spark: SparkSession) -> None:
     if not graphframes_available(spark):
         print(NO_GRAPHFRAMES)
         pytest.skip(NO_GRAPHFRAMES)
-    for name, edges in _graphs(seed):
+    for name, edges in _graphs(11):
         df = edges_df(spark, edges, T.LongType())
         gf, gf_stats = connected_components(df, backend="graphframes")
         bi, _ = connected_components(df, backend="builtin")
@@ -299,6 +303,7 @@ def test_graphframes_agrees_with_bfs_and_builtin(spark: SparkSession, seed: int)
         assert gf_map == {r[DOC_ID]: r[COMPONENT] for r in bi.collect()}, name
 
 
+@pytest.mark.compat
 def test_auto_uses_builtin_without_the_jar(spark: SparkSession) -> None:
     from neardup.stages.components import graphframes_available
 

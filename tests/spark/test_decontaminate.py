@@ -106,6 +106,7 @@ def _rounded(want: dict[tuple[Any, Any, str], Any]) -> dict[tuple[Any, Any, str]
     return {k: round(v, 9) if isinstance(v, float) else v for k, v in want.items()}
 
 
+@pytest.mark.compat
 def test_every_match_is_the_brute_force_ones(result: dict[str, Any], planted: dict[str, Any]) -> None:
     got = _matches(result["matches"])
     assert got == _rounded(planted["want"])
@@ -228,6 +229,7 @@ def _ref_file(root: Path, name: str, rows: list[dict[str, Any]]) -> Path:
         ),
     ],
 )
+@pytest.mark.compat
 def test_reference_errors(
     spark: Any,
     planted: dict[str, Any],
@@ -284,6 +286,7 @@ def _frame(spark: Any, ids: list[int], extra: str = "") -> Any:
         ([1, 2], [3], [4], [(3, "exact", None, "w")], "1 matches have an unknown reason"),
     ],
 )
+@pytest.mark.compat
 def test_the_output_check_fails_on_what_it_must(
     spark: Any,
     kept: list[int],

@@ -1,10 +1,10 @@
 """Determinism, property-based: random small corpora with planted near-duplicates give
-byte-identical clusters/ (sorted by id) and the same kept ids whatever the shuffle
-partition count (1, 7, 200) and the input's file and row layout."""
+identical clusters/ (sorted by id) and the same kept ids whatever the shuffle
+partition count (1, 7, 29: most partitions of a small corpus empty; 200 with adaptive
+execution off cost minutes of empty tasks) and the input's file and row layout."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +38,12 @@ def corpora(draw: st.DrawFn) -> list[dict[str, Any]]:
     return [{"id": f"d{i}" if string_ids else i, "text": t} for i, t in zip(ids, docs, strict=True)]
 
 
-def _canonical(out: Path) -> tuple[bytes, list[Any]]:
+def _canonical(out: Path) -> tuple[pa.Schema, list[dict[str, Any]], list[Any]]:
+    """clusters/ as read (its schema and rows in file order), and the kept ids. Not Arrow's
+    bytes: those follow the chunks, one per file written, which the partitioning sets."""
     table = pq.read_table(out / "clusters")
-    sink = io.BytesIO()
-    with pa.ipc.new_stream(sink, table.schema) as w:
-        w.write_table(table.combine_chunks())
     kept = sorted(pq.read_table(out / "kept").column("id").to_pylist())
-    return sink.getvalue(), kept
+    return table.schema, table.to_pylist(), kept
 
 
 def _write(rows: list[dict[str, Any]], path: Path, files: int, reverse: bool) -> None:
@@ -61,16 +60,17 @@ def test_same_output_whatever_the_layout(
     spark: Any, tmp_path_factory: Any, rows: list[dict[str, Any]]
 ) -> None:
     root = tmp_path_factory.mktemp("det")
-    cfg = config.load()
+    cfg = config.load(sets=["report.html=false"])
     results = []
-    for shuffle, files, reverse in [(1, 1, False), (7, 3, True), (200, 2, False)]:
+    for shuffle, files, reverse in [(1, 1, False), (7, 3, True), (29, 2, False)]:
         inp = root / f"in-{shuffle}"
         _write(rows, inp, files, reverse)
+        partitions_before = spark.conf.get("spark.sql.shuffle.partitions")
         spark.conf.set("spark.sql.shuffle.partitions", str(shuffle))
         try:
             run(spark, cfg, str(inp), str(root / f"out-{shuffle}"))
         finally:
-            spark.conf.set("spark.sql.shuffle.partitions", "4")
+            spark.conf.set("spark.sql.shuffle.partitions", partitions_before)
         results.append(_canonical(root / f"out-{shuffle}"))
     assert results[0] == results[1] == results[2]
     ids = [r["id"] for r in pq.read_table(root / "out-1" / "clusters").to_pylist()]

@@ -51,8 +51,8 @@ def runs(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Runs:
     root = tmp_path_factory.mktemp("chains")
     pq.write_table(table, root / "chains.parquet")
     inp = str(root / "chains.parquet")
-    run(spark, config.load(), inp, str(root / "on"))
-    run(spark, config.load(sets=["guard.enabled=false"]), inp, str(root / "off"))
+    run(spark, config.load(sets=["report.html=false"]), inp, str(root / "on"))
+    run(spark, config.load(sets=["guard.enabled=false", "report.html=false"]), inp, str(root / "off"))
     return Runs(inp, table["id"].to_pylist(), table["text"].to_pylist(), root / "on", root / "off")
 
 

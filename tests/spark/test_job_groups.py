@@ -11,9 +11,13 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from neardup import config
 from neardup.pipeline import run
 from neardup_testkit.reference import jaccard, normalize, shingles
+
+pytestmark = pytest.mark.compat  # .ci/spark35 runs these on Spark 3.5 too
 
 
 def _cycle(tag: str, times: int) -> str:

@@ -11,6 +11,8 @@ import pytest
 from neardup.stages.lsh import candidate_edges
 from neardup_testkit import reference
 
+pytestmark = pytest.mark.compat  # .ci/spark35 runs these on Spark 3.5 too
+
 
 def _buckets(bands: dict[Any, list[int]]) -> list[list[Any]]:
     buckets: dict[int, list[Any]] = defaultdict(list)

@@ -41,7 +41,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def _run(spark: Any, inp: str, out: Path, *sets: str) -> dict[str, Any]:
-    cfg = config.load(sets=["output.overwrite=true", *sets])
+    cfg = config.load(sets=["output.overwrite=true", "report.html=false", *sets])
     result = run(spark, cfg, inp, str(out))
     clusters = pq.read_table(out / "clusters").to_pylist()
     kept = pq.read_table(out / "kept")
@@ -60,6 +60,7 @@ def result(spark: Any, corpus: dict[str, Any], request: pytest.FixtureRequest) -
     return _run(spark, corpus["path"], corpus["root"] / "-".join(request.param), *request.param)
 
 
+@pytest.mark.compat
 def test_outputs_account_for_every_row(result: dict[str, Any], corpus: dict[str, Any]) -> None:
     rows = result["clusters"]
     assert sorted(r["id"] for r in rows) == sorted(corpus["ids"])
@@ -80,6 +81,7 @@ def test_outputs_account_for_every_row(result: dict[str, Any], corpus: dict[str,
     assert counts["input"] == N_DOCS
 
 
+@pytest.mark.compat
 def test_recall_of_pairs_at_jaccard_0_9(result: dict[str, Any], corpus: dict[str, Any]) -> None:
     cluster = {r["id"]: r["cluster_id"] for r in result["clusters"]}
     high = [p for p, j in corpus["pairs"].items() if j >= 0.9]
@@ -121,10 +123,11 @@ def test_same_output_whatever_the_partitioning(
     # Reverse row order in one file: partitioning and arrival order both change.
     table = corpus["table"]
     pq.write_table(table.take(pa.array(range(len(table) - 1, -1, -1))), one_file / "all.parquet")
+    partitions_before = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", "7")
     try:
         other = _run(spark, str(one_file), tmp_path / "out", *result["sets"])
     finally:
-        spark.conf.set("spark.sql.shuffle.partitions", "4")
+        spark.conf.set("spark.sql.shuffle.partitions", partitions_before)
     assert other["clusters"] == result["clusters"]
     assert sorted(other["kept"].column("id").to_pylist()) == sorted(result["kept"].column("id").to_pylist())

@@ -147,7 +147,7 @@ def test_priority_by_source_then_longest(spark: Any, corpus: Corpus) -> None:
         "guard.enabled=false",
     ]
     out = corpus.root / "source-longest"
-    run(spark, config.load(sets=sets), corpus.path, str(out))
+    run(spark, config.load(sets=[*sets, "report.html=false"]), corpus.path, str(out))
     length = {i: len(t) for i, t in zip(corpus.ids, corpus.texts, strict=True)}
     place = _by_list(ORDER, corpus.columns["source"])
     want = _expected(corpus, None, lambda i: (place(i), -length[i], i))
@@ -188,7 +188,7 @@ def test_integer_priority_then_earliest_through_the_guard(spark: Any, corpus: Co
         "survivor.column=year",
     ]
     out = corpus.root / "tier-earliest"
-    result = run(spark, config.load(sets=sets), corpus.path, str(out))
+    result = run(spark, config.load(sets=[*sets, "report.html=false"]), corpus.path, str(out))
     place = _by_list([3, 1], corpus.columns["tier"])
     year = corpus.columns["year"]
     order = lambda i: (place(i), year[i] is None, year[i] or 0, i)  # noqa: E731

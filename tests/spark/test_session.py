@@ -16,6 +16,8 @@ from neardup.runtime.sizing import ARROW_BYTES, ARROW_ROWS, CACHE_ROWS, batch_se
 from neardup.stages.sign import sign_params
 from neardup.stages.warmup import warm_up
 
+pytestmark = pytest.mark.compat  # .ci/spark35 runs these on Spark 3.5 too
+
 
 def test_settings_a_live_session_refuses_are_reported(spark: Any) -> None:
     before = spark.conf.get("spark.sql.shuffle.partitions")

@@ -24,6 +24,8 @@ from neardup.stages.exact import exact_groups, group_exact
 from neardup.stages.guard import GuardStats, guard_clusters
 from neardup.stages.survivors import choose_survivors, clustered_figures, select_survivors
 
+pytestmark = pytest.mark.compat  # .ci/spark35 runs these on Spark 3.5 too
+
 HASHED = f"{C.DOC_ID} bigint, {C.TEXT_HASH} bigint, {C.TEXT_HASH_LO} bigint, {C.LENGTH} int, {C.RANK} double"
 MEMBERS = f"{C.DOC_ID} bigint, {C.REP} bigint, {C.LENGTH} int, {C.RANK} double"
 

@@ -20,6 +20,8 @@ from neardup import cli
 from neardup.kernels.tune import goodness_of_fit
 from neardup_testkit.synth import CorpusSpec, generate, write_jsonl_gz
 
+pytestmark = pytest.mark.compat  # .ci/spark35 runs these on Spark 3.5 too
+
 ALPHA = 0.01  # the level the test is run at; the bins are checked at 99.9 %
 
 

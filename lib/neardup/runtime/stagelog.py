@@ -17,6 +17,14 @@ log = logging.getLogger("neardup")
 # Fault injection for tests of resumption: the driver exits right after this stage.
 FAULT_ENV = "NEARDUP_FAIL_AFTER_STAGE"
 FAULT_EXIT_CODE = 86
+# With this set to "raise", InjectedCrash is raised instead: the same state left behind, for
+# tests that drive the command line in their own process (a Spark session shared by many).
+FAULT_HOW_ENV = "NEARDUP_FAIL_HOW"
+
+
+class InjectedCrash(BaseException):
+    """The driver "dies" after a stage. A BaseException: no error handler of the job's
+    catches it, as none runs when a driver is killed."""
 
 
 class StageLog:
@@ -45,6 +53,8 @@ class StageLog:
         shown = ", ".join(f"{k}={v:,}" if isinstance(v, int) else f"{k}={v}" for k, v in found.items())
         log.info("stage %-10s %7.1f s  %s", name, secs, shown)
         if os.environ.get(FAULT_ENV) == name:
+            if os.environ.get(FAULT_HOW_ENV) == "raise":
+                raise InjectedCrash(name)
             # Test hook: die like a killed driver (no cleanup, no exception handlers).
             log.error("stopping the driver after stage %s (%s is set)", name, FAULT_ENV)
             logging.shutdown()
