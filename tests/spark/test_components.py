@@ -271,7 +271,9 @@ def test_graphframes_without_jar_is_a_usage_error(spark: SparkSession) -> None:
 
 
 def _graphs(seed: int) -> list[tuple[str, list[Edge]]]:
-    """Random graphs, a long path, stars, and the same with shuffled (sparse, signed) ids."""
+    """Random graphs, and a long path with stars under shuffled (sparse, signed) ids. Each
+    graph costs GraphFrames tens of seconds here: the path and the stars are not run again
+    under their own ids."""
     rng = random.Random(seed)
     # GraphFrames' rounds grow with a component's diameter, each with a checkpoint: a path
     # of 600 took minutes; 120 is still far longer than any other graph here.
@@ -282,13 +284,10 @@ def _graphs(seed: int) -> list[tuple[str, list[Edge]]]:
     return [
         ("random 50", random_graph(rng, 50, 40)),
         ("random 400", random_graph(rng, 400, 350)),
-        ("path 120", path),
-        ("stars", stars),
         ("path and stars, shuffled ids", shuffled),
     ]
 
 
-@pytest.mark.compat
 def test_graphframes_agrees_with_bfs_and_builtin(spark: SparkSession) -> None:
     if not graphframes_available(spark):
         print(NO_GRAPHFRAMES)

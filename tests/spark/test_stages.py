@@ -17,8 +17,6 @@ from neardup.errors import InputDataError, UsageError
 from neardup.pipeline import run
 from neardup_testkit.reference import jaccard, shingles
 
-pytestmark = pytest.mark.compat  # .ci/spark35 runs these on Spark 3.5 too
-
 BASE = (
     "the quick brown fox jumps over the lazy dog while the cat sleeps on the warm mat "
     "and the bird sings a song about rivers mountains valleys and the sea far away"
@@ -132,6 +130,7 @@ def test_longest_counts_characters_not_bytes(spark: Any, tmp_path: Path) -> None
     ]
 
 
+@pytest.mark.compat
 def test_rejected_rows_and_string_ids(spark: Any, tmp_path: Path) -> None:
     rows = [
         {"id": "b", "text": BASE},
@@ -160,6 +159,7 @@ def test_rejected_rows_and_string_ids(spark: Any, tmp_path: Path) -> None:
     assert not (tmp_path / "out.neardup-staging").exists()
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize(
     ("rows", "message"),
     [
@@ -179,6 +179,7 @@ def test_bad_input_is_an_input_error(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.compat
 def test_output_safety(spark: Any, tmp_path: Path) -> None:
     inp = _write(tmp_path, [{"id": 1, "text": BASE}])
     (tmp_path / "taken").mkdir()
@@ -190,6 +191,7 @@ def test_output_safety(spark: Any, tmp_path: Path) -> None:
         run(spark, config.load(), str(tmp_path / "missing"), str(tmp_path / "o2"))
 
 
+@pytest.mark.compat
 def test_every_input_format_gives_the_same_clusters(spark: Any, tmp_path: Path) -> None:
     import gzip
 
