@@ -12,9 +12,9 @@ A star group is a centre with every document it is the centre of (its star edges
 a member is outside the components of all the group's centres so far. Round by round, each
 split group takes further centres among such members, and a star from each to every member
 outside its component is verified. The verified edges join the graph, and the group is
-whole once every member is a centre or in a centre's component. Further centres are the
-least members by a hash of group, member and round, not the smallest ids again: a corpus's
-order could make those the same kind of document each time.
+whole once every member is a centre or in a centre's component. Further centres are chosen
+by a hash of group, member and round, not as the smallest ids again: a corpus's order could
+make those the same kind of document each time.
 
 How many: every outside member at once when there are at most `lsh.all_pairs_up_to` of
 them (as a bucket that small verifies all its pairs), otherwise 1, 2, 4, ... in rounds 1,
@@ -48,8 +48,8 @@ _CENTRE = "_centre"
 _NEW = "_new_component"
 # The rule, in the fingerprint of the stage's result under _work/.
 RULE = (
-    "further centres: all outside members up to all_pairs_up_to, else the 2^(round-1) least by a hash of"
-    " (group, member, round)"
+    "further centres: all outside members up to all_pairs_up_to, else the least by a hash of (group,"
+    " member, round) and those whose hash falls in a 2^(round-1)/outside share of its range"
 )
 
 
