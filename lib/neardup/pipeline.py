@@ -970,8 +970,19 @@ def _report(r: RunContext, started: float, inp: ReadResult) -> dict[str, Any]:
         "bands": {"bands": cfg.bands, "rows": cfg.rows, "s_curve": s_curve(cfg.bands, cfg.rows)},
         "guard": r.guard or {"enabled": False, "reason": "verify.method none keeps no similarities"},
         "memory": asdict(inp.batches),
+        "spark": _spark_report(r.spark),
         "resumed_stages": r.work.resumed,
         **({"index": _index_report(r)} if r.index is not None else {}),
+    }
+
+
+def _spark_report(spark: SparkSession) -> dict[str, Any]:
+    """The session's master and the settings that shape its shuffles, as the run had them."""
+    return {
+        "version": spark.version,
+        "master": spark.sparkContext.master,
+        "shuffle_partitions": int(spark.conf.get("spark.sql.shuffle.partitions") or 200),
+        "adaptive": spark.conf.get("spark.sql.adaptive.enabled") == "true",
     }
 
 

@@ -30,7 +30,7 @@ def clean_copy(dest: Path) -> Path:
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel users install, built once per test session from a clean copy of the
-    tracked files (test_wheel.py, test_databricks.py and test_cluster.py install it)."""
+    tracked files (test_wheel.py reads it, test_databricks.py installs it)."""
     root = tmp_path_factory.mktemp("wheel")
     source = clean_copy(root / "src")
     dist = root / "dist"
@@ -43,7 +43,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def heavy_corpus(tmp_path_factory: pytest.TempPathFactory) -> HeavyCorpus:
-    """The ~220 MB heavy-tailed corpus (heavy.py), built once per test session."""
+    """The ~140 MB heavy-tailed corpus (heavy.py), built once per test session."""
     return build(tmp_path_factory.mktemp("heavy"))
 
 

@@ -212,7 +212,12 @@ def test_dag_run_deduplicates_the_sample_on_local_spark(airflow_venv: Path, tmp_
 
     assert (out / "_SUCCESS").exists(), _tail(log)
     assert not (tmp_path / "not-this-output").exists()
-    counts = json.loads((out / "report.json").read_text())["counts"]
+    report = json.loads((out / "report.json").read_text())
+    counts = report["counts"]
+    # spark-submit started the JVM for a local master: the run still took a small local
+    # input's shuffle settings, a partition per task slot and no adaptive execution.
+    assert (report["spark"]["master"], report["spark"]["shuffle_partitions"]) == ("local[2]", 2)
+    assert report["spark"]["adaptive"] is False
     with gzip.open(SAMPLE, "rt", encoding="utf-8") as f:
         assert sum(1 for _ in f) == 3000
     # data/sample/README.md, "Ground truth" at the default threshold 0.8.

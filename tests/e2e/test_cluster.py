@@ -1,9 +1,13 @@
 """A real standalone cluster on 127.0.0.1 (a master and two workers started with
-spark-class), driven through ./spark-submit.sh: the same clusters as local mode, executors
-that have only a bare Python, executors and a driver killed mid-run, and memory."""
+spark-class), driven through ./spark-submit.sh: the same clusters as local mode on
+executors that have only a bare Python, executors and a driver killed mid-run, and memory.
+
+One cluster serves the module. Its workers' Python is a bare interpreter (no numpy,
+pyarrow, numba or neardup): a run that ships no environment names this venv's Python."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -46,6 +50,7 @@ def _get_json(url: str) -> Any:
 class Cluster:
     url: str
     webui: int
+    logs: Path
     workers: list[subprocess.Popen[bytes]]
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
@@ -90,7 +95,7 @@ def start_cluster(logs: Path, worker_env: dict[str, str] | None = None) -> Clust
     url = f"spark://127.0.0.1:{port}"
     master = [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
     master += ["--port", str(port), "--webui-port", str(webui)]
-    cluster = Cluster(url, webui, [])
+    cluster = Cluster(url, webui, logs, [])
     cluster.procs.append(
         subprocess.Popen(master, env=env, stdout=open(logs / "master.log", "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115
     )
@@ -112,7 +117,7 @@ def start_cluster(logs: Path, worker_env: dict[str, str] | None = None) -> Clust
                 state = _get_json(f"http://127.0.0.1:{webui}/json/")
                 if sum(w["state"] == "ALIVE" for w in state.get("workers", [])) == 2:
                     return cluster
-            except OSError:
+            except (OSError, ValueError):  # not up yet; or, while it starts, an HTML page
                 pass
             time.sleep(0.5)
         raise TimeoutError("the standalone workers did not register within 120 s")
@@ -121,11 +126,28 @@ def start_cluster(logs: Path, worker_env: dict[str, str] | None = None) -> Clust
         raise
 
 
+def _run(cmd: list[str], **kw: Any) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, **kw)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+
+
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def bare_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtual environment's interpreter without numpy, pyarrow, numba or neardup."""
+    bare = tmp_path_factory.mktemp("bare") / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", str(bare)])
+    probe = subprocess.run([str(bare / "bin" / "python"), "-c", "import numpy"], capture_output=True)
+    assert probe.returncode != 0, "the bare interpreter must not have numpy"
+    return bare / "bin" / "python"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, bare_python: Path) -> Iterator[Cluster]:
     if shutil.which("java") is None:
         pytest.skip("java is not on PATH")
-    c = start_cluster(tmp_path_factory.mktemp("cluster-logs"))
+    path = f"{bare_python.parent}{os.pathsep}{os.environ['PATH']}"
+    workers = {"PYSPARK_PYTHON": str(bare_python), "PATH": path}
+    c = start_cluster(tmp_path_factory.mktemp("cluster-logs"), workers)
     try:
         yield c
     finally:
@@ -147,6 +169,13 @@ def _env(**extra: str) -> dict[str, str]:
     }
 
 
+# The shuffle settings the command line takes for a small local input (a partition per task
+# slot, adaptive execution off). With Spark's 200 partitions the sample takes 280 s on these
+# two 1-core executors instead of 120 s, and no test here is about partitioning
+# (tests/spark/test_determinism.py is).
+SMALL_SHUFFLES = ("spark.sql.shuffle.partitions=2", "spark.sql.adaptive.enabled=false")
+
+
 def _submit_cmd(
     cluster: Cluster,
     executor_memory: str,
@@ -156,7 +185,7 @@ def _submit_cmd(
 ) -> list[str]:
     cmd = [str(ROOT / "spark-submit.sh"), "--master", cluster.url]
     cmd += ["--conf", f"spark.executor.memory={executor_memory}"]
-    for setting in conf:
+    for setting in (*SMALL_SHUFFLES, *conf):
         cmd += ["--conf", setting]
     if python is not None:
         cmd += ["--conf", f"spark.pyspark.python={python}"]
@@ -204,21 +233,10 @@ def _local_run(input_path: Path, out: Path, *args: str) -> Path:
     return out
 
 
-def test_standalone_cluster_matches_local(cluster: Cluster, tmp_path: Path) -> None:
-    out = tmp_path / "cluster-out"
-    proc = submit(cluster, "1g", "--input", str(SAMPLE), "--output", str(out), "--set", "minhash.method=oph")
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    # PythonRunner merges the driver's stderr into stdout under spark-submit.
-    assert "stage check" in proc.stdout + proc.stderr
-    local = _local_run(SAMPLE, tmp_path / "local-out", "--set", "minhash.method=oph")
-    assert _clusters(out) == _clusters(local)
-    assert (out / "_SUCCESS").exists()
-
-
 def test_heavy_tailed_corpus_on_executors_of_1g(
     cluster: Cluster, heavy_corpus: HeavyCorpus, tmp_path: Path
 ) -> None:
-    """The ~220 MB heavy-tailed corpus (one document of 50 MB) through executors of 1 GB."""
+    """The ~140 MB heavy-tailed corpus (one document of 50 MB) through executors of 1 GB."""
     out = tmp_path / "out"
     # Components are the ground truth here: the guard only scores (as in test_memory.py).
     args = ["--input", str(heavy_corpus.path), "--output", str(out), "--set", "guard.enabled=false"]
@@ -252,14 +270,14 @@ def test_executors_out_of_memory_name_the_stage_and_the_setting(cluster: Cluster
 
 @pytest.fixture(scope="module")
 def fault_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """20,000 generated documents in 8 files (stages long enough to be hit mid-way), and
-    the clusters/ of an undisturbed local run of them."""
+    """6,000 generated documents in 8 files (8 signing tasks, so both executors are busy
+    when one is killed), and the clusters/ of an undisturbed local run of them."""
     from neardup_testkit import synth
 
     root = tmp_path_factory.mktemp("faults")
     corpus = root / "corpus"
     corpus.mkdir()
-    table = synth.generate(synth.CorpusSpec(num_docs=20_000, seed=5))
+    table = synth.generate(synth.CorpusSpec(num_docs=6_000, seed=5))
     step = table.num_rows // 8 + 1
     for i in range(8):
         pq.write_table(table.slice(i * step, step), corpus / f"part-{i}.parquet")
@@ -276,69 +294,63 @@ def _running_job(ui: int, description: str) -> bool:
     return any((j.get("description") or "").startswith(description) and j["numActiveTasks"] > 0 for j in jobs)
 
 
-@pytest.mark.parametrize("stage", ["sign", "candidates"])
-def test_an_executor_killed_mid_stage_changes_nothing(
-    cluster: Cluster, fault_corpus: tuple[Path, Path], tmp_path: Path, stage: str
+def _wait_for(what: str, ready: Any, driver: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 600
+    while not ready():
+        assert driver.poll() is None, f"the driver ended before {what}:\n" + log.read_text()[-3000:]
+        assert time.monotonic() < deadline, f"{what} never came"
+        time.sleep(0.2)
+
+
+def test_killed_executors_change_nothing_and_a_killed_driver_s_rerun_resumes(
+    cluster: Cluster, fault_corpus: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    """SIGKILL one executor JVM (found in its worker's process tree) while the stage's tasks
-    run: Spark reruns what it lost (the signing tasks, or the candidate shuffle's map
-    outputs) and the output equals the undisturbed run's."""
+    """One run, three faults, the output of the undisturbed local run at the end:
+
+    1. SIGKILL an executor JVM (found in its worker's process tree) while the signing tasks
+       run, and the one that replaced it while the candidate shuffle's tasks run: Spark
+       reruns what it lost (the signing tasks, then the shuffle's map outputs).
+    2. SIGKILL the driver (its JVM and Python together, as on a lost host) once the
+       candidates stage has finished: nothing looks complete, and the finished stages'
+       outputs are in the staging directory.
+    3. The rerun resumes from them (so what the disturbed stages wrote is what it builds on)
+       and its clusters/ equal the local run's."""
     corpus, reference = fault_corpus
     out, ui = tmp_path / "out", _free_port()
     cmd = _submit_cmd(cluster, "1g", "--input", str(corpus), "--output", str(out), python=sys.executable)
-    cmd[1:1] = ["--conf", f"spark.ui.port={ui}"]
+    disturbed = [cmd[0], "--conf", f"spark.ui.port={ui}", *cmd[1:]]
     started = time.monotonic()
-    with open(tmp_path / "driver.log", "wb") as log:
-        driver = subprocess.Popen(cmd, env=_env(), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + 600
-            while not _running_job(ui, f"neardup: {stage}"):
-                assert driver.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
-                assert time.monotonic() < deadline, f"stage {stage} never ran"
-                time.sleep(0.3)
-            victims = cluster.executor_pids()
-            assert victims, "no executor JVM found under the workers"
-            os.kill(victims[0], signal.SIGKILL)
-            killed_at = time.monotonic() - started
-            assert driver.wait(timeout=900) == 0, (tmp_path / "driver.log").read_text()[-4000:]
-        finally:
-            if driver.poll() is None:
-                driver.kill()
-    wall = time.monotonic() - started
-    print(f"executor killed {killed_at:.1f} s into the run, during {stage}; run took {wall:.1f} s")
-    assert _clusters(out) == _clusters(reference)
-    assert re.search(r"Lost executor \d+", (tmp_path / "driver.log").read_text(errors="replace"))
-
-
-def test_a_killed_driver_leaves_nothing_complete_and_the_rerun_resumes(
-    cluster: Cluster, fault_corpus: tuple[Path, Path], tmp_path: Path
-) -> None:
-    corpus, reference = fault_corpus
-    out = tmp_path / "out"
-    cmd = _submit_cmd(cluster, "1g", "--input", str(corpus), "--output", str(out), python=sys.executable)
-    started = time.monotonic()
-    with open(tmp_path / "driver.log", "wb") as log:
-        # Its own session: the driver JVM and its Python child die together, as on a lost host.
+    log = tmp_path / "driver.log"
+    killed: list[tuple[str, float]] = []
+    with open(log, "wb") as sink:
+        # Its own session: the driver JVM and its Python child die together.
         driver = subprocess.Popen(
-            cmd, env=_env(), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            disturbed, env=_env(), cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
         )
         try:
-            deadline = time.monotonic() + 600
-            while b"stage candidates" not in (tmp_path / "driver.log").read_bytes():
-                assert driver.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
-                assert time.monotonic() < deadline
-                time.sleep(0.3)
+            for stage in ("sign", "candidates"):
+                _wait_for(f"stage {stage}", lambda s=stage: _running_job(ui, f"neardup: {s}"), driver, log)
+                victims = cluster.executor_pids()
+                assert victims, "no executor JVM found under the workers"
+                os.kill(victims[-1], signal.SIGKILL)  # the newest: after sign, the replacement
+                killed.append((f"executor in {stage}", time.monotonic() - started))
+            _wait_for(
+                "the end of stage candidates", lambda: b"stage candidates" in log.read_bytes(), driver, log
+            )
             os.killpg(driver.pid, signal.SIGKILL)
+            killed.append(("driver", time.monotonic() - started))
             driver.wait(timeout=60)
         finally:
             if driver.poll() is None:
                 os.killpg(driver.pid, signal.SIGKILL)
-    killed_at = time.monotonic() - started
+    text = log.read_text(errors="replace")
+    assert len(set(re.findall(r"Lost executor (\d+)", text))) == 2, text[-4000:]
     assert not (out / "_SUCCESS").exists() and not out.exists()
     work = tmp_path / "out.neardup-staging" / "_work"
     finished = sorted(p.name.split("-")[0] for p in work.iterdir() if (p / "_SUCCESS").exists())
     # The candidates stage writes the star edges too (stages/stars.py reads them).
     assert finished == ["candidates", "signatures", "star_edges"]
+
     again = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=_env(), cwd=ROOT)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
@@ -347,59 +359,67 @@ def test_a_killed_driver_leaves_nothing_complete_and_the_rerun_resumes(
     report = json.loads((out / "report.json").read_text())
     assert sorted(report["resumed_stages"]) == ["candidates", "signatures", "star_edges"]
     assert _clusters(out) == _clusters(reference)
-    print(f"driver killed {killed_at:.1f} s into the run; the rerun took {time.monotonic() - again:.1f} s")
+    print(f"killed: {killed}; the rerun took {time.monotonic() - again:.1f} s")
 
 
 # --- executors with a bare Python ----------------------------------------------------------
 
 
-def _run(cmd: list[str], **kw: Any) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, **kw)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-
-
 @pytest.fixture(scope="module")
-def packed_env(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Path:
-    """A virtual environment with neardup (the wheel) and its dependencies but no pyspark,
-    packed by venv-pack: what a user ships to executors that have only Python."""
+def packed_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtual environment with neardup's dependencies but no pyspark, packed by venv-pack:
+    what the README has a user ship to executors that have only Python (neardup itself goes
+    as spark-submit.sh's zip). Built once per stamp of its pins (pyproject's dependencies,
+    the Python version) and kept in the user's cache: a minute and a half of installing."""
+    tomllib = pytest.importorskip("tomllib")
+    pins = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    pins = [*pins, "venv-pack>=0.2,<1"]
+    stamp = hashlib.sha256(json.dumps([list(sys.version_info[:2]), pins]).encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "neardup-tests"
+    archive = cache / f"packed-env-{stamp}.tar.gz"
+    if archive.exists():
+        return archive
     root = tmp_path_factory.mktemp("packed")
     venv = root / "env"
     _run([sys.executable, "-m", "venv", str(venv)])
-    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel), "venv-pack>=0.2,<1"])
-    archive = root / "neardup-env.tar.gz"
-    _run([str(venv / "bin" / "venv-pack"), "-p", str(venv), "-o", str(archive), "-q"])
+    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", *pins])
+    packed = root / "neardup-env.tar.gz"
+    _run([str(venv / "bin" / "venv-pack"), "-p", str(venv), "-o", str(packed), "-q"])
+    cache.mkdir(parents=True, exist_ok=True)
+    partial = archive.with_suffix(f".{os.getpid()}.partial")
+    shutil.copyfile(packed, partial)
+    partial.replace(archive)  # whole or absent, even with two test sessions at once
     return archive
 
 
-def test_executors_with_only_a_bare_python(
-    tmp_path_factory: pytest.TempPathFactory, packed_env: Path, tmp_path: Path
+def test_executors_with_only_a_bare_python_match_local_mode(
+    cluster: Cluster,
+    packed_env: Path,
+    sample_run: tuple[Path, subprocess.CompletedProcess[str]],
+    tmp_path: Path,
 ) -> None:
-    """Workers whose Python is a virtual environment without numpy, pyarrow, numba or
-    neardup: the job ships its packed environment (NEARDUP_VENV_ARCHIVE -> --archives) and
-    gives the same clusters/ as a local run."""
-    bare = tmp_path_factory.mktemp("bare") / "venv"
-    _run([sys.executable, "-m", "venv", "--without-pip", str(bare)])
-    probe = subprocess.run([str(bare / "bin" / "python"), "-c", "import numpy"], capture_output=True)
-    assert probe.returncode != 0, "the bare interpreter must not have numpy"
-    path = f"{bare / 'bin'}{os.pathsep}{os.environ['PATH']}"
-    (tmp_path / "logs").mkdir()
-    c = start_cluster(tmp_path / "logs", {"PYSPARK_PYTHON": str(bare / "bin" / "python"), "PATH": path})
-    try:
-        out = tmp_path / "out"
-        cmd = _submit_cmd(c, "1g", "--input", str(SAMPLE), "--output", str(out))
-        proc = subprocess.run(
-            cmd,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            env=_env(NEARDUP_VENV_ARCHIVE=str(packed_env)),
-            cwd=ROOT,
-        )
-        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-        # The executors ran the packed interpreter, unpacked in their working directories.
-        executor_dirs = [p.parent for p in (tmp_path / "logs" / "work").rglob("stderr")]
-        assert executor_dirs and all((d / "neardup_env" / "bin" / "python").exists() for d in executor_dirs)
-    finally:
-        c.stop()
-    local = _local_run(SAMPLE, tmp_path / "local")
+    """The workers' Python is a bare virtual environment: the job ships its packed
+    environment (NEARDUP_VENV_ARCHIVE -> --archives), and the cluster's clusters/ equal
+    those of the README's command in local mode (the tier's sample run)."""
+    apps_before = set((cluster.logs / "work").glob("app-*"))
+    out = tmp_path / "out"
+    cmd = _submit_cmd(cluster, "1g", "--input", str(SAMPLE), "--output", str(out))
+    proc = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=_env(NEARDUP_VENV_ARCHIVE=str(packed_env)),
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    # PythonRunner merges the driver's stderr into stdout under spark-submit.
+    assert "stage check" in proc.stdout + proc.stderr
+    assert (out / "_SUCCESS").exists()
+    # The executors ran the packed interpreter, unpacked in their working directories.
+    (app,) = set((cluster.logs / "work").glob("app-*")) - apps_before
+    executor_dirs = [p.parent for p in app.rglob("stderr")]
+    assert executor_dirs and all((d / "neardup_env" / "bin" / "python").exists() for d in executor_dirs)
+    local, local_proc = sample_run
+    assert local_proc.returncode == 0, local_proc.stderr[-3000:]
     assert _clusters(out) == _clusters(local)

@@ -125,7 +125,7 @@ def _wait_for_workers(c: Cluster, seconds: float) -> None:
         try:
             state = _get_json(f"http://{c.master.ip}:{MASTER_UI}/json/")
             alive = sorted(w["host"] for w in state.get("workers", []) if w["state"] == "ALIVE")
-        except OSError:
+        except (OSError, ValueError):  # not up yet; or, while it starts, an HTML page
             pass
         if alive == sorted(w.ip for w in c.workers):
             return
@@ -157,9 +157,12 @@ def submit(c: Cluster, out: Path, log: Path) -> None:
     argv += ["--conf", f"spark.driver.host={c.net.gateway}", "--conf", "spark.executor.memory=1g"]
     argv += ["--conf", f"spark.pyspark.python={sys.executable}"]
     # One shuffle partition per executor core rather than Spark's 200, and not local mode's
-    # 8: the output must not depend on them. No web UI: nobody looks at it.
-    argv += ["--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.ui.enabled=false", "--"]
-    argv += ["dedup", "--input", str(SAMPLE), "--output", str(out)]
+    # 8: the output must not depend on them. Adaptive execution off, as the command line has
+    # it for a small local input: it runs each shuffle's stages as jobs of their own. No web
+    # UI and no report.html: nobody looks at them.
+    argv += ["--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.sql.adaptive.enabled=false"]
+    argv += ["--conf", "spark.ui.enabled=false", "--"]
+    argv += ["dedup", "--input", str(SAMPLE), "--output", str(out), "--set", "report.html=false"]
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "PYTHON": sys.executable}
     env["PYSPARK_PYTHON"] = sys.executable
     with log.open("wb") as f:

@@ -1,7 +1,9 @@
 """Determinism, property-based: random small corpora with planted near-duplicates give
 identical clusters/ (sorted by id) and the same kept ids whatever the shuffle
-partition count (1, 7, 29: most partitions of a small corpus empty; 200 with adaptive
-execution off cost minutes of empty tasks) and the input's file and row layout."""
+partition count (1, or 29: most partitions of a small corpus empty; 200 with adaptive
+execution off cost minutes of empty tasks) and the input's file and row layout (one file,
+or three with the rows reversed). tests/spark/test_pipeline.py and test_against.py repeat
+their runs under other partitionings too."""
 
 from __future__ import annotations
 
@@ -62,7 +64,7 @@ def test_same_output_whatever_the_layout(
     root = tmp_path_factory.mktemp("det")
     cfg = config.load(sets=["report.html=false"])
     results = []
-    for shuffle, files, reverse in [(1, 1, False), (7, 3, True), (29, 2, False)]:
+    for shuffle, files, reverse in [(1, 1, False), (29, 3, True)]:
         inp = root / f"in-{shuffle}"
         _write(rows, inp, files, reverse)
         partitions_before = spark.conf.get("spark.sql.shuffle.partitions")
@@ -72,6 +74,6 @@ def test_same_output_whatever_the_layout(
         finally:
             spark.conf.set("spark.sql.shuffle.partitions", partitions_before)
         results.append(_canonical(root / f"out-{shuffle}"))
-    assert results[0] == results[1] == results[2]
+    assert results[0] == results[1]
     ids = [r["id"] for r in pq.read_table(root / "out-1" / "clusters").to_pylist()]
     assert ids == sorted(ids) and sorted(ids) == sorted(r["id"] for r in rows)

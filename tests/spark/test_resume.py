@@ -66,3 +66,29 @@ def test_rerun_after_a_crash_resumes_from_finished_stages(
     assert sorted(report["resumed_stages"]) == finished
     assert _rows(out) == whole
     assert not (tmp_path / "out.neardup-staging").exists() and not (out / "_work").exists()
+
+
+def test_finished_stages_of_other_signing_parameters_are_not_reused(
+    spark: Any,
+    whole: list[dict[str, object]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Signatures of another seed, left by a crash, are neither reused nor mixed in: the
+    run of the asked seed signs again, and its own crash's signatures are what the rerun
+    resumes from."""
+    out = tmp_path / "out"
+    args = ["dedup", "--input", str(SAMPLE), "--output", str(out), *NO_HTML]
+    with monkeypatch.context() as crashing:
+        crashing.setenv(FAULT_ENV, "sign")
+        crashing.setenv(FAULT_HOW_ENV, "raise")
+        for seed in ("7", None):
+            with pytest.raises(InjectedCrash):
+                main([*args, *(("--set", f"minhash.seed={seed}") if seed else ())])
+            assert "reusing" not in capsys.readouterr().err
+    assert main(args) == 0
+    assert "stage signatures reusing" in capsys.readouterr().err
+    report = json.loads((out / "report.json").read_text())
+    assert report["resumed_stages"] == ["signatures"]
+    assert _rows(out) == whole

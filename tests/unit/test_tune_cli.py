@@ -1,12 +1,14 @@
-"""`neardup tune` without an input, as a process: the printed banding, curve and areas
-against independent computations, the flags and config layers it shares with dedup, no
-Spark loaded, and one-line errors with their exit codes. (With --input: tests/spark/test_tune.py.)"""
+"""`neardup tune` without an input, through the command line's entry (`neardup.cli.main`,
+in this process, no Spark: the theory needs none): the printed banding, curve and areas
+against independent computations, the flags and config layers it shares with dedup, and
+one-line errors with their exit codes. That it loads no Spark is checked in a fresh
+interpreter, whose sys.modules nothing else has filled. (With --input:
+tests/spark/test_tune.py.)"""
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 from fractions import Fraction
@@ -14,18 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from inprocess import neardup
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def neardup(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "neardup", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-        cwd=ROOT,
-    )
 
 
 def _areas(t: float, b: int, r: int) -> tuple[float, float]:
@@ -37,10 +30,10 @@ def _areas(t: float, b: int, r: int) -> tuple[float, float]:
     return float(fp), float(fn)
 
 
-def test_the_printed_table_is_the_default_banding() -> None:
-    proc = neardup("tune")
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
+def test_the_printed_table_is_the_default_banding(capsys: pytest.CaptureFixture[str]) -> None:
+    ran = neardup(capsys, "tune")
+    assert ran.code == 0, ran.err
+    lines = ran.out.splitlines()
     # README: 18 x 5 at 0.8 with 128 slots and lsh.recall 0.999.
     assert lines[0] == "neardup tune: lsh.threshold 0.8, minhash.num_perm 128 (oph)"
     assert lines[1].startswith("bands x rows: 18 x 5 = 90 of 128 slots (lsh.recall 0.999:")
@@ -52,13 +45,15 @@ def test_the_printed_table_is_the_default_banding() -> None:
     assert lines[start:] == want
 
 
-def test_flags_and_config_layers_give_what_dedup_would_run(tmp_path: Path) -> None:
+def test_flags_and_config_layers_give_what_dedup_would_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     overlay = tmp_path / "overlay.yaml"
     overlay.write_text("lsh:\n  threshold: 0.6\nminhash:\n  num_perm: 64\n")
     # --config and --set as dedup reads them; --threshold and --num-perm win over both.
-    proc = neardup("tune", "--json", "--config", str(overlay), "--set", "lsh.recall=0.99")
-    assert proc.returncode == 0, proc.stderr
-    rep = json.loads(proc.stdout)
+    ran = neardup(capsys, "tune", "--json", "--config", str(overlay), "--set", "lsh.recall=0.99")
+    assert ran.code == 0, ran.err
+    rep = json.loads(ran.out)
     assert (rep["threshold"], rep["num_perm"]) == (0.6, 64)
     b, r = rep["bands"], rep["rows"]
     # The recall rule by brute force: P(0.6) >= 0.99 with the least false-positive area.
@@ -75,16 +70,19 @@ def test_flags_and_config_layers_give_what_dedup_would_run(tmp_path: Path) -> No
         [1 - (1 - (0.3 + 0.05 * i) ** r) ** b for i in range(15)], abs=1e-15
     )
     assert rep["measured"] is None
-    flags = neardup("tune", "--json", "--config", str(overlay), "--threshold", "0.9", "--num-perm", "256")
-    assert flags.returncode == 0, flags.stderr
-    got = json.loads(flags.stdout)
+    flags = neardup(
+        capsys, "tune", "--json", "--config", str(overlay), "--threshold", "0.9", "--num-perm", "256"
+    )
+    assert flags.code == 0, flags.err
+    got = json.loads(flags.out)
     assert (got["threshold"], got["num_perm"]) == (0.9, 256)
     assert 1 - (1 - 0.9 ** got["rows"]) ** got["bands"] >= 0.999
-    mine = neardup("tune", "--json", "--bands", "20", "--rows", "5", "--set", "lsh.recall=null")
-    assert json.loads(mine.stdout)["chosen_by"] == "lsh.bands and lsh.rows as set"
+    mine = neardup(capsys, "tune", "--json", "--bands", "20", "--rows", "5", "--set", "lsh.recall=null")
+    assert json.loads(mine.out)["chosen_by"] == "lsh.bands and lsh.rows as set"
 
 
 def test_tune_without_input_loads_no_spark() -> None:
+    # A process of its own: this one's sys.modules holds whatever other tests imported.
     code = (
         "import contextlib, io, json, sys\n"
         "from neardup import cli\n"
@@ -97,6 +95,7 @@ def test_tune_without_input_loads_no_spark() -> None:
     assert json.loads(proc.stdout) == []
 
 
+# Each fails on its flags or config before a session is asked for, --input or not.
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
@@ -113,9 +112,11 @@ def test_tune_without_input_loads_no_spark() -> None:
         (["--threshold", "high"], 2, "argument --threshold: invalid float value: 'high'"),
     ],
 )
-def test_errors_are_one_line_with_exit_code(args: list[str], code: int, message: str) -> None:
-    proc = neardup("tune", *args)
-    assert proc.returncode == code, proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("neardup: error:")]
-    assert len(lines) == 1 and message in lines[0], proc.stderr
-    assert proc.stdout == "" and "Traceback" not in proc.stderr
+def test_errors_are_one_line_with_exit_code(
+    capsys: pytest.CaptureFixture[str], args: list[str], code: int, message: str
+) -> None:
+    ran = neardup(capsys, "tune", *args)
+    assert ran.code == code, ran.err
+    lines = [line for line in ran.err.splitlines() if line.startswith("neardup: error:")]
+    assert len(lines) == 1 and message in lines[0], ran.err
+    assert ran.out == "" and "Traceback" not in ran.err

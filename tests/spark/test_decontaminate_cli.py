@@ -1,19 +1,22 @@
-"""`neardup decontaminate` as a user runs it: a real process on a planted corpus (JSON Lines,
-gzip) and evaluation sets whose columns have other names; a crash after the match stage and
-the rerun that reuses it; exit codes, one-line errors, the outputs against the
-brute-force reference, and the accounting of every input row."""
+"""`neardup decontaminate` through the command line's entry (`neardup.cli.main`, in this
+process, on the test session) on a planted corpus (JSON Lines, gzip) and evaluation sets
+whose columns have other names; a crash after the match stage (the job's own hook raising,
+`NEARDUP_FAIL_HOW=raise`, as in test_resume.py) and the rerun that reuses it; exit codes,
+one-line errors, the outputs against the brute-force reference, and the accounting of
+every input row."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from cli_process import neardup
 
+from inprocess import Ran, neardup
+from neardup.cli import main
+from neardup.runtime.stagelog import FAULT_ENV, FAULT_HOW_ENV, InjectedCrash
 from neardup_testkit.contamination import NEAR, PlantSpec, expected_matches, plant, rejected_ids
 from neardup_testkit.synth import write_jsonl_gz
 
@@ -53,26 +56,32 @@ def _args(files: dict[str, Any], out: Path, *more: str) -> list[str]:
     ]
 
 
-@pytest.fixture(scope="module")
-def resumed(files: dict[str, Any]) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """A run killed after its match stage, then the rerun that resumes it."""
+@pytest.fixture
+def resumed(
+    spark: Any, files: dict[str, Any], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, Ran]:
+    """A run that crashes after its match stage, then the rerun that resumes it."""
     out = files["root"] / "out"
-    crashed = neardup(*_args(files, out), env={"NEARDUP_FAIL_AFTER_STAGE": "match"})
-    assert crashed.returncode == 86, crashed.stderr[-2000:]
+    with monkeypatch.context() as crashing:
+        crashing.setenv(FAULT_ENV, "match")
+        crashing.setenv(FAULT_HOW_ENV, "raise")
+        with pytest.raises(InjectedCrash) as crash:
+            main(_args(files, out))
+    assert crash.value.args == ("match",)
     assert not out.exists(), "a crashed run must not leave output that looks complete"
     work = files["root"] / "out.neardup-staging" / "_work"
     assert [p.name.split("-")[0] for p in work.iterdir() if (p / "_SUCCESS").exists()] == ["matches"]
-    return out, neardup(*_args(files, out))
+    return out, neardup(capsys, *_args(files, out))
 
 
 def test_decontaminate_end_to_end(
-    resumed: tuple[Path, subprocess.CompletedProcess[str]], files: dict[str, Any]
+    spark: Any, resumed: tuple[Path, Ran], files: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out, proc = resumed
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "Traceback" not in proc.stderr and "stage matches    reusing" in proc.stderr
+    out, ran = resumed
+    assert ran.code == 0, ran.err[-3000:]
+    assert "Traceback" not in ran.err and "stage matches    reusing" in ran.err
     for stage in ("reference", "read", "match", "write", "check"):
-        assert f"stage {stage:<10}" in proc.stderr
+        assert f"stage {stage:<10}" in ran.err
     for name in ("kept", "removed", "matches", "rejected", "report.json", "_SUCCESS"):
         assert (out / name).exists(), name
     assert not (files["root"] / "out.neardup-staging").exists()
@@ -105,12 +114,12 @@ def test_decontaminate_end_to_end(
         len(want),
     )
     assert report["reference"]["items"] == SPEC.reference_items and report["reference"]["files"] == 2
-    assert proc.stdout.startswith(f"neardup: {SPEC.corpus_docs:,} documents against 30 reference items")
-    assert f"Removed {len(ids['removed']):,}: " in proc.stdout and "matches/" in proc.stdout
+    assert ran.out.startswith(f"neardup: {SPEC.corpus_docs:,} documents against 30 reference items")
+    assert f"Removed {len(ids['removed']):,}: " in ran.out and "matches/" in ran.out
 
-    again = neardup(*_args(files, out))
-    assert again.returncode == 2
-    errors = [line for line in again.stderr.splitlines() if line.startswith("neardup: error:")]
+    again = neardup(capsys, *_args(files, out))
+    assert again.code == 2
+    errors = [line for line in again.err.splitlines() if line.startswith("neardup: error:")]
     assert len(errors) == 1 and "already exists" in errors[0] and "--overwrite" in errors[0]
 
 
@@ -127,16 +136,25 @@ def test_decontaminate_end_to_end(
     ],
 )
 def test_errors_are_one_line_with_exit_code(
-    files: dict[str, Any], tmp_path: Path, args: list[str], code: int, message: str
+    spark: Any,
+    files: dict[str, Any],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    code: int,
+    message: str,
 ) -> None:
-    proc = neardup(*_args(files, tmp_path / "o", *args))
-    assert proc.returncode == code, proc.stderr[-2000:]
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("neardup: error:")]
-    assert len(lines) == 1 and message in lines[0], proc.stderr[-2000:]
-    assert "Traceback" not in proc.stderr and not (tmp_path / "o").exists()
+    ran = neardup(capsys, *_args(files, tmp_path / "o", *args))
+    assert ran.code == code, ran.err[-2000:]
+    lines = [line for line in ran.err.splitlines() if line.startswith("neardup: error:")]
+    assert len(lines) == 1 and message in lines[0], ran.err[-2000:]
+    assert "Traceback" not in ran.err and not (tmp_path / "o").exists()
 
 
-def test_the_reference_is_required(files: dict[str, Any], tmp_path: Path) -> None:
-    proc = neardup("decontaminate", "--input", str(files["corpus"]), "--output", str(tmp_path / "o"))
-    assert proc.returncode == 2
-    assert "neardup: error: the following arguments are required: --reference" in proc.stderr
+def test_the_reference_is_required(
+    files: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An argument error: no session needed (the parser fails before one is asked for).
+    ran = neardup(capsys, "decontaminate", "--input", str(files["corpus"]), "--output", str(tmp_path / "o"))
+    assert ran.code == 2
+    assert "neardup: error: the following arguments are required: --reference" in ran.err

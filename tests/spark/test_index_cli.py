@@ -1,6 +1,10 @@
-"""`neardup index build|add` and `dedup --against` as a user runs them: real processes,
-exit codes, one-line errors, and appends that crash (a stage hook, and SIGKILL of the whole
-process group mid-write) without changing what the index reads back."""
+"""`neardup index build|add` and `dedup --against` through the command line's entry
+(`neardup.cli.main`, in this process, on the test session): exit codes, one-line errors,
+and appends that crash without changing what the index reads back. The crash between the
+segment's files and the commit is the job's own hook raising (`NEARDUP_FAIL_HOW=raise`,
+as in test_resume.py); the one real process is an `index add` whose whole process group
+(driver, JVM, Python workers) is killed with SIGKILL mid-write, which no in-process crash
+can stand in for."""
 
 from __future__ import annotations
 
@@ -11,12 +15,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from cli_process import ROOT, neardup
 
+from inprocess import Ran, neardup
+from neardup.runtime.stagelog import FAULT_ENV, FAULT_HOW_ENV, InjectedCrash
 from neardup_testkit.synth import CorpusSpec, generate
+
+ROOT = Path(__file__).resolve().parents[2]
+# report.html is tested in tests/spark/test_report.py and tests/e2e; here it only costs time.
+NO_HTML = ("--set", "report.html=false")
 
 Snapshot = tuple[int, list[str], set[tuple[int, int, int]]]
 
@@ -53,45 +63,49 @@ def _ids(batch: Path) -> set[int]:
     return set(pq.read_table(batch, columns=["id"])["id"].to_pylist())
 
 
-def _error_lines(proc: subprocess.CompletedProcess[str]) -> list[str]:
-    return [line for line in proc.stderr.splitlines() if line.startswith("neardup: error:")]
+def _error_lines(ran: Ran) -> list[str]:
+    return [line for line in ran.err.splitlines() if line.startswith("neardup: error:")]
 
 
-def test_an_index_built_with_other_parameters_is_refused(batches: list[Path], tmp_path: Path) -> None:
+def test_an_index_built_with_other_parameters_is_refused(
+    spark: Any, batches: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     index, out = tmp_path / "index", tmp_path / "out"
     banded = ["--set", "lsh.bands=20", "--set", "lsh.rows=6"]
-    built = neardup("index", "build", "--input", str(batches[0]), "--index", str(index), *banded)
-    assert built.returncode == 0, built.stderr[-3000:]
-    assert built.stdout.startswith("neardup: indexed 300 of 300 rows of ")
+    built = neardup(capsys, "index", "build", "--input", str(batches[0]), "--index", str(index), *banded)
+    assert built.code == 0, built.err[-3000:]
+    assert built.out.startswith("neardup: indexed 300 of 300 rows of ")
     assert read_index(index)[2] and len({r[0] for r in read_index(index)[2]}) == 300
 
-    refused = neardup("dedup", "--input", str(batches[1]), "--output", str(out), "--against", str(index))
-    assert refused.returncode == 4, refused.stderr[-3000:]
+    dedup = ["dedup", "--input", str(batches[1]), "--output", str(out), "--against", str(index), *NO_HTML]
+    refused = neardup(capsys, *dedup)
+    assert refused.code == 4, refused.err[-3000:]
     assert _error_lines(refused) == [
         f"neardup: error: index {index} was built with lsh.bands=20, this run has lsh.bands=18"
     ]
-    assert "Traceback" not in refused.stderr and not out.exists()
+    assert "Traceback" not in refused.err and not out.exists()
 
-    again = neardup("index", "build", "--input", str(batches[1]), "--index", str(index), *banded)
-    assert again.returncode == 2 and "already exists" in _error_lines(again)[0]
+    again = neardup(capsys, "index", "build", "--input", str(batches[1]), "--index", str(index), *banded)
+    assert again.code == 2 and "already exists" in _error_lines(again)[0]
 
-    ok = neardup("dedup", "--input", str(batches[1]), "--output", str(out), "--against", str(index), *banded)
-    assert ok.returncode == 0, ok.stderr[-3000:]
+    ok = neardup(capsys, *dedup, *banded)
+    assert ok.code == 0, ok.err[-3000:]
     report = json.loads((out / "report.json").read_text())
     matched = report["counts"]["matched_index"]
-    assert matched > 0 and f"({matched:,} of them in favour of indexed documents)" in ok.stdout
+    assert matched > 0 and f"({matched:,} of them in favour of indexed documents)" in ok.out
     clusters = pq.read_table(out / "clusters").to_pylist()
     assert sum(r["matched_index_id"] is not None for r in clusters) == matched
     assert {r["id"] for r in clusters} == _ids(batches[1])
 
 
-def _add(index: Path, batch: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return neardup("index", "add", "--input", str(batch), "--index", str(index), env=env)
+def _add(capsys: pytest.CaptureFixture[str], index: Path, batch: Path) -> Ran:
+    return neardup(capsys, "index", "add", "--input", str(batch), "--index", str(index))
 
 
 def _kill_mid_write(index: Path, batch: Path) -> int:
-    """Start `index add`, SIGKILL its whole process group (driver, JVM, Python workers) as
-    soon as the new segment's band-key files are being written; its exit status."""
+    """Start `index add` as a process of its own, SIGKILL its whole process group (driver,
+    JVM, Python workers) as soon as the new segment's band-key files are being written;
+    its exit status."""
     cmd = [sys.executable, "-m", "neardup", "index", "add", "--input", str(batch), "--index", str(index)]
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     earlier = set((index / "segments").iterdir())  # a crashed add's segment, say
@@ -113,28 +127,38 @@ def _kill_mid_write(index: Path, batch: Path) -> int:
 
 
 def test_a_crashed_add_leaves_the_index_as_it_was_and_a_rerun_succeeds(
-    batches: list[Path], tmp_path: Path
+    spark: Any,
+    batches: list[Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     index = tmp_path / "index"
-    built = neardup("index", "build", "--input", str(batches[0]), "--index", str(index))
-    assert built.returncode == 0, built.stderr[-3000:]
+    built = neardup(capsys, "index", "build", "--input", str(batches[0]), "--index", str(index))
+    assert built.code == 0, built.err[-3000:]
     before = read_index(index)
     assert before[0] == 1 and {r[0] for r in before[2]} == _ids(batches[0]) and len(before[2]) == 300 * 18
 
-    # Crash between the segment's files and the commit (the driver exits, as if killed).
-    crashed = _add(index, batches[1], NEARDUP_FAIL_AFTER_STAGE="write")
-    assert crashed.returncode == 86, crashed.stderr[-3000:]
+    # Crash between the segment's files and the commit: the stage hook raises where a
+    # driver of its own would exit (86), leaving the same files behind.
+    with monkeypatch.context() as crashing:
+        crashing.setenv(FAULT_ENV, "write")
+        crashing.setenv(FAULT_HOW_ENV, "raise")
+        with pytest.raises(InjectedCrash) as crash:
+            _add(capsys, index, batches[1])
+    assert crash.value.args == ("write",)
+    capsys.readouterr()  # the crashed add's log lines
     assert read_index(index) == before
     assert len(list((index / "segments").iterdir())) == 2  # the unlisted segment, never read
 
-    # SIGKILL mid-write, the JVM and its workers with the driver.
+    # SIGKILL mid-write, the JVM and its workers with the driver: a real process.
     assert _kill_mid_write(index, batches[1]) == -signal.SIGKILL
     assert read_index(index) == before
     assert len(list((index / "segments").iterdir())) == 3
 
     # A rerun commits version 2 and deletes what the crashed ones left.
-    rerun = _add(index, batches[1])
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    rerun = _add(capsys, index, batches[1])
+    assert rerun.code == 0, rerun.err[-3000:]
     version, segments, rows = read_index(index)
     assert version == 2 and segments[0] == before[1][0] and len(segments) == 2
     assert rows >= before[2] and {r[0] for r in rows} == _ids(batches[0]) | _ids(batches[1])
@@ -146,6 +170,6 @@ def test_a_crashed_add_leaves_the_index_as_it_was_and_a_rerun_succeeds(
     ]
 
     # The batch again: its ids are indexed already (exit 3), and nothing changes.
-    twice = _add(index, batches[1])
-    assert twice.returncode == 3 and "id(s) are already in index" in _error_lines(twice)[0]
+    twice = _add(capsys, index, batches[1])
+    assert twice.code == 3 and "id(s) are already in index" in _error_lines(twice)[0]
     assert read_index(index) == (version, segments, rows)

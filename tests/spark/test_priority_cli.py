@@ -1,21 +1,25 @@
-"""survivor.policy priority from the command line: the list given with --set as a YAML flow
-list, `then: quality`, a JSON Lines input with null sources and scores; every document's
-kept document and similarity against the brute-force reference. And the one-line errors
-of a list with a repeat and of a priority column the input does not have."""
+"""survivor.policy priority from the command line (`neardup.cli.main`, in this process, on
+the test session): the list given with --set as a YAML flow list, `then: quality`, a JSON
+Lines input with null sources and scores; every document's kept document and similarity
+against the brute-force reference. And the one-line errors of a list with a repeat and of
+a priority column the input does not have."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from cli_process import neardup
 
+from neardup.cli import main
 from neardup_testkit.reference import guarded_clusters
 from neardup_testkit.synth import CorpusSpec, generate
 
+# report.html is tested in tests/spark/test_report.py and tests/e2e; here it only costs time.
+NO_HTML = ("--set", "report.html=false")
 ORDER = ["wikipedia", "books", "web"]
 PRIORITY = [
     "--set",
@@ -47,13 +51,16 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[st
 
 
 def test_priority_then_quality_from_the_command_line(
-    corpus: tuple[Path, list[dict[str, object]]], tmp_path: Path
+    spark: Any,
+    corpus: tuple[Path, list[dict[str, object]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     path, docs = corpus
     out = tmp_path / "out"
     then = ["--set", "survivor.then=quality", "--set", "survivor.column=quality"]
-    proc = neardup("dedup", "--input", str(path), "--output", str(out), *PRIORITY, *then)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    code = main(["dedup", "--input", str(path), "--output", str(out), *PRIORITY, *then, *NO_HTML])
+    assert code == 0, capsys.readouterr().err[-3000:]
     place = {v: i for i, v in enumerate(ORDER)}
     by_id = {d["id"]: d for d in docs}
 
@@ -88,10 +95,17 @@ def test_priority_then_quality_from_the_command_line(
     ],
 )
 def test_priority_errors_are_one_line(
-    corpus: tuple[Path, list[dict[str, object]]], tmp_path: Path, sets: list[str], message: str
+    spark: Any,
+    corpus: tuple[Path, list[dict[str, object]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    sets: list[str],
+    message: str,
 ) -> None:
-    proc = neardup("dedup", "--input", str(corpus[0]), "--output", str(tmp_path / "o"), *PRIORITY, *sets)
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("neardup: error:")]
-    assert len(lines) == 1 and message in lines[0], proc.stderr[-2000:]
-    assert "Traceback" not in proc.stderr
+    args = ["dedup", "--input", str(corpus[0]), "--output", str(tmp_path / "o"), *PRIORITY, *sets, *NO_HTML]
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == 2, err[-2000:]
+    lines = [line for line in err.splitlines() if line.startswith("neardup: error:")]
+    assert len(lines) == 1 and message in lines[0], err[-2000:]
+    assert "Traceback" not in err
