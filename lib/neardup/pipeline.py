@@ -978,11 +978,13 @@ def _report(r: RunContext, started: float, inp: ReadResult) -> dict[str, Any]:
 
 def _spark_report(spark: SparkSession) -> dict[str, Any]:
     """The session's master and the settings that shape its shuffles, as the run had them."""
+    partitions = str(spark.conf.get("spark.sql.shuffle.partitions"))
     return {
         "version": spark.version,
         "master": spark.sparkContext.master,
-        "shuffle_partitions": int(spark.conf.get("spark.sql.shuffle.partitions") or 200),
-        "adaptive": spark.conf.get("spark.sql.adaptive.enabled") == "true",
+        # A number, or as given where it is not one (Databricks takes "auto").
+        "shuffle_partitions": int(partitions) if partitions.isdigit() else partitions,
+        "adaptive": str(spark.conf.get("spark.sql.adaptive.enabled")).lower() == "true",
     }
 
 

@@ -8,8 +8,10 @@ pyarrow, numba or neardup): a run that ships no environment names this venv's Py
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
+import platform
 import re
 import shutil
 import signal
@@ -54,9 +56,9 @@ class Cluster:
     workers: list[subprocess.Popen[bytes]]
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
-    def executor_pids(self) -> list[int]:
-        """The executor JVMs: descendants of the workers' processes, read from /proc (ps
-        would cut a JVM's command line, whose class name comes after the classpath)."""
+    def executor_jvms(self) -> dict[str, int]:
+        """Executor id -> pid of its JVM: the descendants of the workers' processes, read from
+        /proc (ps would cut a JVM's command line, whose class name comes after the classpath)."""
         children: dict[int, list[int]] = {}
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
@@ -64,17 +66,17 @@ class Cluster:
             except OSError:
                 continue
             children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-        pids, todo = [], [w.pid for w in self.workers]
+        jvms, todo = {}, [w.pid for w in self.workers]
         while todo:
             pid = todo.pop()
             todo += children.get(pid, [])
             try:
-                cmdline = (Path("/proc") / str(pid) / "cmdline").read_bytes()
+                args = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"CoarseGrainedExecutorBackend" in cmdline:
-                pids.append(pid)
-        return sorted(pids)
+            if b"org.apache.spark.executor.CoarseGrainedExecutorBackend" in args and b"--executor-id" in args:
+                jvms[args[args.index(b"--executor-id") + 1].decode()] = pid
+        return jvms
 
     def stop(self) -> None:
         for p in reversed(self.procs):
@@ -284,14 +286,29 @@ def fault_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return corpus, _local_run(corpus, root / "local")
 
 
-def _running_job(ui: int, description: str) -> bool:
-    """Is a job whose description starts with `description` running with active tasks?"""
+def _busy_executor(ui: int, description: str) -> str | None:
+    """An executor (its id) running tasks while a job whose description starts with
+    `description` runs: one the driver knows, so that killing it loses work."""
+    api = f"http://127.0.0.1:{ui}/api/v1/applications"
     try:
-        (app,) = _get_json(f"http://127.0.0.1:{ui}/api/v1/applications")
-        jobs = _get_json(f"http://127.0.0.1:{ui}/api/v1/applications/{app['id']}/jobs?status=running")
+        (app,) = _get_json(api)
+        jobs = _get_json(f"{api}/{app['id']}/jobs?status=running")
+        executors = _get_json(f"{api}/{app['id']}/executors")
     except (OSError, ValueError):
-        return False
-    return any((j.get("description") or "").startswith(description) and j["numActiveTasks"] > 0 for j in jobs)
+        return None
+    if not any((j.get("description") or "").startswith(description) for j in jobs):
+        return None
+    busy = [e["id"] for e in executors if e["id"] != "driver" and e["isActive"] and e["activeTasks"] > 0]
+    return busy[0] if busy else None
+
+
+def _wait_for_busy_executor(ui: int, stage: str, driver: subprocess.Popen[bytes], log: Path) -> str:
+    deadline = time.monotonic() + 600
+    while (busy := _busy_executor(ui, f"neardup: {stage}")) is None:
+        assert driver.poll() is None, f"the driver ended before stage {stage}:\n" + log.read_text()[-3000:]
+        assert time.monotonic() < deadline, f"no executor was busy in stage {stage}"
+        time.sleep(0.2)
+    return busy
 
 
 def _wait_for(what: str, ready: Any, driver: subprocess.Popen[bytes], log: Path) -> None:
@@ -307,9 +324,10 @@ def test_killed_executors_change_nothing_and_a_killed_driver_s_rerun_resumes(
 ) -> None:
     """One run, three faults, the output of the undisturbed local run at the end:
 
-    1. SIGKILL an executor JVM (found in its worker's process tree) while the signing tasks
-       run, and the one that replaced it while the candidate shuffle's tasks run: Spark
-       reruns what it lost (the signing tasks, then the shuffle's map outputs).
+    1. SIGKILL an executor JVM running signing tasks (the driver's REST API names a busy
+       executor, its worker's process tree has the JVM), then one running the candidate
+       shuffle's tasks: Spark reruns what it lost (the signing tasks, then the shuffle's map
+       outputs).
     2. SIGKILL the driver (its JVM and Python together, as on a lost host) once the
        candidates stage has finished: nothing looks complete, and the finished stages'
        outputs are in the staging directory.
@@ -329,11 +347,11 @@ def test_killed_executors_change_nothing_and_a_killed_driver_s_rerun_resumes(
         )
         try:
             for stage in ("sign", "candidates"):
-                _wait_for(f"stage {stage}", lambda s=stage: _running_job(ui, f"neardup: {s}"), driver, log)
-                victims = cluster.executor_pids()
-                assert victims, "no executor JVM found under the workers"
-                os.kill(victims[-1], signal.SIGKILL)  # the newest: after sign, the replacement
-                killed.append((f"executor in {stage}", time.monotonic() - started))
+                victim = _wait_for_busy_executor(ui, stage, driver, log)
+                jvms = cluster.executor_jvms()
+                assert victim in jvms, f"executor {victim} is not among the workers' JVMs {jvms}"
+                os.kill(jvms[victim], signal.SIGKILL)
+                killed.append((f"executor {victim} in {stage}", time.monotonic() - started))
             _wait_for(
                 "the end of stage candidates", lambda: b"stage candidates" in log.read_bytes(), driver, log
             )
@@ -369,12 +387,14 @@ def test_killed_executors_change_nothing_and_a_killed_driver_s_rerun_resumes(
 def packed_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A virtual environment with neardup's dependencies but no pyspark, packed by venv-pack:
     what the README has a user ship to executors that have only Python (neardup itself goes
-    as spark-submit.sh's zip). Built once per stamp of its pins (pyproject's dependencies,
-    the Python version) and kept in the user's cache: a minute and a half of installing."""
-    tomllib = pytest.importorskip("tomllib")
-    pins = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    pins = [*pins, "venv-pack>=0.2,<1"]
-    stamp = hashlib.sha256(json.dumps([list(sys.version_info[:2]), pins]).encode()).hexdigest()[:16]
+    as spark-submit.sh's zip). Built once per stamp of its pins (the package's requirements,
+    the interpreter) and kept in the user's cache: a minute and a half of installing."""
+    # The package's requirements as installed (not its extras); the archive's interpreter is
+    # a link to this base interpreter, so its place and version are in the stamp too.
+    required = [r for r in importlib.metadata.requires("neardup") or [] if "extra ==" not in r]
+    pins = [*required, "venv-pack>=0.2,<1"]
+    where = [sys.version, sys.base_prefix, platform.platform()]
+    stamp = hashlib.sha256(json.dumps([where, pins]).encode()).hexdigest()[:16]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "neardup-tests"
     archive = cache / f"packed-env-{stamp}.tar.gz"
     if archive.exists():

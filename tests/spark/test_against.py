@@ -341,7 +341,6 @@ def test_signature_verification_against_an_index_of_signatures(
     assert len(got & want) >= 0.9 * len(want)
 
 
-@pytest.mark.compat
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 def test_texts_in_json_lines_or_csv_with_string_ids(spark: Any, fmt: str, tmp_path: Path) -> None:
     """The texts' location in the other formats (read back with the recorded columns; JSON

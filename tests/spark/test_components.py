@@ -270,36 +270,35 @@ def test_graphframes_without_jar_is_a_usage_error(spark: SparkSession) -> None:
         connected_components(edges_df(spark, [(1, 2)], T.LongType()), backend="graphframes")
 
 
-def _graphs(seed: int) -> list[tuple[str, list[Edge]]]:
-    """Random graphs, and a long path with stars under shuffled (sparse, signed) ids. Each
-    graph costs GraphFrames tens of seconds here: the path and the stars are not run again
-    under their own ids."""
+def _graph(seed: int) -> list[Edge]:
+    """One graph of disjoint parts: two random graphs, and a long path with stars under
+    shuffled (sparse, signed) ids. GraphFrames' rounds follow the component of the largest
+    diameter, each round with a checkpoint, so one run of the parts together costs what the
+    path alone does: a run of each part cost tens of seconds apiece."""
     rng = random.Random(seed)
-    # GraphFrames' rounds grow with a component's diameter, each with a checkpoint: a path
-    # of 600 took minutes; 120 is still far longer than any other graph here.
+    # A path of 600 took minutes; 120 is still far longer than any other component here.
     path = [(i, i + 1) for i in range(120)]
     stars = [(c * 1000, c * 1000 + k) for c in range(1, 30) for k in range(1, 40)]
     relabel = dict(zip(range(-1, 30_000), rng.sample(range(-(10**12), 10**12), 30_001), strict=True))
     shuffled = [(relabel[a], relabel[b]) for a, b in path + [(a % 30_000, b % 30_000) for a, b in stars]]
-    return [
-        ("random 50", random_graph(rng, 50, 40)),
-        ("random 400", random_graph(rng, 400, 350)),
-        ("path and stars, shuffled ids", shuffled),
-    ]
+    parts = [random_graph(rng, 50, 40), random_graph(rng, 400, 350)]
+    # Every part's ids lie within +-10**12: each random part moves to a range of its own.
+    moved = [(a + k * 3 * 10**12, b + k * 3 * 10**12) for k, part in enumerate(parts, 1) for a, b in part]
+    return shuffled + moved
 
 
 def test_graphframes_agrees_with_bfs_and_builtin(spark: SparkSession) -> None:
     if not graphframes_available(spark):
         print(NO_GRAPHFRAMES)
         pytest.skip(NO_GRAPHFRAMES)
-    for name, edges in _graphs(11):
-        df = edges_df(spark, edges, T.LongType())
-        gf, gf_stats = connected_components(df, backend="graphframes")
-        bi, _ = connected_components(df, backend="builtin")
-        assert gf_stats["backend"] == "graphframes"
-        gf_map = {r[DOC_ID]: r[COMPONENT] for r in gf.collect()}
-        assert gf_map == bfs_components(edges), name
-        assert gf_map == {r[DOC_ID]: r[COMPONENT] for r in bi.collect()}, name
+    edges = _graph(11)
+    df = edges_df(spark, edges, T.LongType())
+    gf, gf_stats = connected_components(df, backend="graphframes")
+    bi, _ = connected_components(df, backend="builtin")
+    assert gf_stats["backend"] == "graphframes"
+    gf_map = {r[DOC_ID]: r[COMPONENT] for r in gf.collect()}
+    assert gf_map == bfs_components(edges)
+    assert gf_map == {r[DOC_ID]: r[COMPONENT] for r in bi.collect()}
 
 
 @pytest.mark.compat

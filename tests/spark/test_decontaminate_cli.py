@@ -8,19 +8,27 @@ every input row."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
-from inprocess import Ran, neardup
+from inprocess import Ran, compiled_expressions, neardup
 from neardup.cli import main
 from neardup.runtime.stagelog import FAULT_ENV, FAULT_HOW_ENV, InjectedCrash
 from neardup_testkit.contamination import NEAR, PlantSpec, expected_matches, plant, rejected_ids
 from neardup_testkit.synth import write_jsonl_gz
 
 SPEC = PlantSpec(corpus_docs=600, reference_items=30, edited_copies=8, inserted_runs=8, decoys=8, seed=9)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled(spark: Any) -> Iterator[None]:
+    """No process in tests/e2e runs this command: here it runs compiled, as users run it."""
+    with compiled_expressions(spark):
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -14,13 +14,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
-from inprocess import Ran, neardup
+from inprocess import Ran, compiled_expressions, neardup
 from neardup.runtime.stagelog import FAULT_ENV, FAULT_HOW_ENV, InjectedCrash
 from neardup_testkit.synth import CorpusSpec, generate
 
@@ -29,6 +30,13 @@ ROOT = Path(__file__).resolve().parents[2]
 NO_HTML = ("--set", "report.html=false")
 
 Snapshot = tuple[int, list[str], set[tuple[int, int, int]]]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled(spark: Any) -> Iterator[None]:
+    """No process in tests/e2e runs this command: here it runs compiled, as users run it."""
+    with compiled_expressions(spark):
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -52,8 +52,7 @@ def _run(spark: Any, inp: str, out: Path, *sets: str) -> dict[str, Any]:
     scope="module",
     params=[
         ("minhash.method=classic", "verify.method=signature"),
-        # The defaults: their tests run on Spark 3.5 too (.ci/spark35).
-        pytest.param(("minhash.method=oph", "verify.method=exact"), marks=pytest.mark.compat),
+        ("minhash.method=oph", "verify.method=exact"),  # the defaults
     ],
     ids=["classic-signature", "oph-exact"],
 )

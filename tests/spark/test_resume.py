@@ -16,8 +16,6 @@ import pytest
 from neardup.cli import main
 from neardup.runtime.stagelog import FAULT_ENV, FAULT_HOW_ENV, InjectedCrash
 
-pytestmark = pytest.mark.compat  # .ci/spark35 runs these on Spark 3.5 too
-
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "sample" / "corpus.jsonl.gz"
 NO_HTML = ("--set", "report.html=false")
@@ -35,6 +33,7 @@ def whole(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str
     return _rows(out)
 
 
+@pytest.mark.compat  # .ci/spark35 runs it on Spark 3.5 too
 @pytest.mark.parametrize(
     ("crash_after", "finished"),
     [

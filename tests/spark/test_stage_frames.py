@@ -24,12 +24,11 @@ from neardup.stages.exact import exact_groups, group_exact
 from neardup.stages.guard import GuardStats, guard_clusters
 from neardup.stages.survivors import choose_survivors, clustered_figures, select_survivors
 
-pytestmark = pytest.mark.compat  # .ci/spark35 runs these on Spark 3.5 too
-
 HASHED = f"{C.DOC_ID} bigint, {C.TEXT_HASH} bigint, {C.TEXT_HASH_LO} bigint, {C.LENGTH} int, {C.RANK} double"
 MEMBERS = f"{C.DOC_ID} bigint, {C.REP} bigint, {C.LENGTH} int, {C.RANK} double"
 
 
+@pytest.mark.compat
 def test_group_exact_picks_each_group_best_by_policy(spark: Any) -> None:
     hashed = spark.createDataFrame(
         [
@@ -77,6 +76,7 @@ def test_group_exact_picks_each_group_best_by_policy(spark: Any) -> None:
     assert_frames_equal(group_exact(hashed, cfg), spark.createDataFrame(want, MEMBERS))
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("broadcast", [True, False])
 def test_select_survivors_whole_frame(spark: Any, broadcast: bool) -> None:
     members = spark.createDataFrame(
@@ -145,6 +145,7 @@ def test_clustered_figures_against_member_counts(spark: Any, seed: int) -> None:
     assert got == (len(kept_of), max(_sizes_by_hand(members, kept_of).values()))
 
 
+@pytest.mark.compat
 def test_clustered_figures_without_duplicates(spark: Any) -> None:
     frame = spark.createDataFrame([(1, 1), (2, 2)], f"{C.DOC_ID} bigint, {C.REP} bigint")
     clustered = spark.createDataFrame([], f"{C.DOC_ID} bigint, {C.KEPT_ID} bigint")
@@ -181,6 +182,7 @@ def test_check_outputs_accepts_a_consistent_output(spark: Any) -> None:
     assert counts == {"kept": 2, "unique": 1, "exact_duplicates": 1, "near_duplicates": 1, "rejected": 1}
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize(
     ("clusters", "kept", "rejected", "n", "message"),
     [
@@ -334,6 +336,7 @@ def test_guard_keeps_alone_what_still_fails_after_max_rounds(spark: Any) -> None
     assert (stats.rounds, stats.released, stats.documents_rehomed) == (1, 3, 3)
 
 
+@pytest.mark.compat
 def test_guard_off_only_scores(spark: Any) -> None:
     got, stats = _guard(spark, threshold=None, max_rounds=20)
     want_chain = {i: (1, None if i == 1 else _CHAIN_SIM[(1, i)]) for i in range(1, 7)}
@@ -368,6 +371,7 @@ def test_guard_never_removes_pinned_documents(spark: Any) -> None:
     assert stats.failing_per_round == [1, 0]
 
 
+@pytest.mark.compat
 def test_cross_edges_bound_each_bucket_by_its_indexed_documents(spark: Any) -> None:
     """Buckets a batch shares with the index: all pairs while the bucket holds at most
     all_pairs_up_to (2 here) indexed documents, else each batch document with the smallest
@@ -450,6 +454,7 @@ _RANK_VALUES: dict[str, list[Any]] = {
 }
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("policy", ["earliest", "quality"])
 @pytest.mark.parametrize("rank_type", list(_RANK_VALUES))
 def test_choose_survivors_is_the_policys_sort_for_every_column_type(

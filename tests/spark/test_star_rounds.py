@@ -65,7 +65,6 @@ def _clusters(spark: Any, corpus: dict[str, Any], name: str, *sets: str) -> tupl
     return _partition({r["id"]: r["cluster_id"] for r in rows}), result.report
 
 
-@pytest.mark.compat
 def test_further_centres_join_the_copies_a_long_centre_split(spark: Any, corpus: dict[str, Any]) -> None:
     truth = _partition(corpus["truth"])
     assert truth == {frozenset({0}), frozenset(range(1, COPIES + 1))}

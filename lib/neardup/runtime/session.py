@@ -151,7 +151,7 @@ def _submitted_local_settings(spark: SparkSession, small_input: bool) -> None:
     They are runtime settings; with Spark's 200 shuffle partitions and adaptive execution
     the sample took 160 s under Airflow instead of about 50."""
     master = spark.sparkContext.master or ""
-    if not master.startswith("local"):
+    if not re.fullmatch(r"local(\[.*\])?", master):  # not local-cluster[...]: executors of its own
         return
     given = spark.sparkContext.getConf()
     for k, v in local_settings(small_input, local_cores(master)).items():
