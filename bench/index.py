@@ -2,7 +2,7 @@
 """Incremental dedup benchmark: an index of about a million documents, a new batch of --batch
 checked against it, the index's size on disk, and what was read from the indexed texts.
 
-    .venv/bin/python jobs/benchmark.py index [--docs 1100000] [--batch 100000] [--repeat 1]
+    .venv/bin/python -m bench index [--docs 1100000] [--batch 100000] [--repeat 1]
 
 1. Generates (or reuses, under --cache) one corpus of docs + batch documents with
    neardup_testkit.synth (the e2e benchmark's generator and cache: ~2 KB documents, 30 % in
@@ -221,7 +221,7 @@ def main() -> None:
     keys = texts_read(work / f"eventlog-against-{kb}", str(index / "segments"))
     c = report["counts"]
     raw = raw_keys + raw_ids
-    command = f"python jobs/benchmark.py index --docs {args.docs} --batch {args.batch} --repeat {args.repeat}"
+    command = f"python -m bench index --docs {args.docs} --batch {args.batch} --repeat {args.repeat}"
     per_doc = {k: v / n_indexed for k, v in {**parts, "data": data, "every": every}.items()}
     lines = [
         f"## Incremental dedup: a batch of {args.batch:,} against an index of {n_indexed:,} documents",

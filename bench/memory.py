@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Memory benchmark: what neardup holds per stage on heavy-tailed text, and the heap it needs.
 
-    .venv/bin/python jobs/benchmark.py memory [--driver-memory 1g]          # profile
-    .venv/bin/python jobs/benchmark.py memory --sweep [--largest 1,10,50]   # smallest heap
+    .venv/bin/python -m bench memory [--driver-memory 1g]          # profile
+    .venv/bin/python -m bench memory --sweep [--largest 1,10,50]   # smallest heap
 
 Profile: runs neardup in local[2] on the heavy-tailed corpus (neardup_testkit.synth.heavy_tailed_specs:
 median 10 KB, 1 % of 1-5 MB, one of 50 MB, ~1 GB), with Spark's event log and its stage
@@ -137,7 +137,7 @@ def profile(args: argparse.Namespace) -> str:
     lines = [
         f"## Memory profile: heavy-tailed corpus, local[2], spark.driver.memory={args.driver_memory}",
         "",
-        f"- command: `python jobs/benchmark.py memory --driver-memory {args.driver_memory}`",
+        f"- command: `python -m bench memory --driver-memory {args.driver_memory}`",
         f"- corpus: {report['counts']['input']:,} documents, "
         f"`synth.heavy_tailed_specs(body_docs={args.body_docs}, seed=11)`, "
         f"{human(corpus.stat().st_size)} of Parquet",
@@ -205,8 +205,7 @@ def sweep(args: argparse.Namespace) -> str:
     lines = [
         "## Smallest heap that completes, local[2] (two task slots share it)",
         "",
-        f"- command: `python jobs/benchmark.py memory --sweep --largest {args.largest} "
-        f"--batches {args.batches}`",
+        f"- command: `python -m bench memory --sweep --largest {args.largest} --batches {args.batches}`",
         f"- corpus: {args.sweep_docs:,} heavy-tailed body documents (median 10 KB) "
         "plus one document of the size shown",
         "",

@@ -1,7 +1,7 @@
 """The over-merge guard on real text: the licences, copyright notices and package
 descriptions already on this machine, with exact ground truth.
 
-    python jobs/benchmark.py realtext [--threshold 0.8] [--out bench/results/realtext.md]
+    python -m bench realtext [--threshold 0.8] [--out bench/results/realtext.md]
 
 Documents (neardup_testkit.realtext): every /usr/share/doc/*/copyright, every LICENSE*,
 LICENCE*, COPYING* and README* file, and every *.dist-info/METADATA (a package's
@@ -135,7 +135,7 @@ def main() -> None:
     lines = [
         f"## The over-merge guard on real text (threshold {args.threshold})",
         "",
-        "- command: `python jobs/benchmark.py realtext`",
+        "- command: `python -m bench realtext`",
         f"- corpus: {len(ids):,} files of this machine (licences, copyright notices, package "
         f"descriptions), {sum(map(len, texts)) / 1e6:.1f} M characters, digest {digest}",
         "- labels: the brute-force reference's clusters (exact Jaccard of word 5-grams >= "

@@ -2,9 +2,9 @@
 """Scale benchmark: neardup at 100,000, 1,000,000 and 10,000,000 documents, measured from
 Spark's own task metrics, and a cost model for a billion documents.
 
-    python jobs/benchmark.py scale [--docs 100000,1000000,10000000] [--out bench/results/scale.md]
+    python -m bench scale [--docs 100000,1000000,10000000] [--out bench/results/scale.md]
                                    [--nodes 10,50] [--cores 16] [--efficiency 0.6]
-    python jobs/benchmark.py scale --render [--reread]  # the reports again from scale.json
+    python -m bench scale --render [--reread]  # the reports again from scale.json
                                                         # (and the event logs left in --cache)
 
 For each size: the `synth` corpus of e2e.py (the same generator and cache, so 10,000,000
@@ -352,7 +352,7 @@ def run_size(docs: int, args: argparse.Namespace) -> SizeRun:
     """One size, corpus and run, holding the benchmark lock throughout (a lock taken twice
     lets another benchmark in between)."""
     run = SizeRun(docs, neardup=measured_package(), driver_memory=args.driver_memory)
-    run.command = " ".join(["python", "jobs/benchmark.py", "scale", *sys.argv[1:]])
+    run.command = " ".join(["python", "-m", "bench", "scale", *sys.argv[1:]])
     print(f"{docs:,}: waiting for the lock {args.lock} ...", flush=True)
     with locked(args.lock) as waited:
         run.lock_wait_s = waited
@@ -702,7 +702,7 @@ def render_results(runs: list[SizeRun], goal: float) -> str:
         "Each size is `neardup dedup` with its defaults in local[2], spark.driver.memory=4g, on the "
         "`synth` corpus of e2e.py (lognormal lengths around 2 KB, 30 % of documents in planted "
         "clusters), with Spark's event log on; the figures per stage are summed from its task-end "
-        "events, by the job group of each Spark job (`python jobs/benchmark.py scale`, bench/scale.py). "
+        "events, by the job group of each Spark job (`python -m bench scale`, bench/scale.py). "
         "`task s` is executor run time: the seconds tasks held a slot, the Python workers' work "
         "included; `JVM CPU s` is executorCpuTime, the task threads' CPU only (a task thread waits "
         "while its Python worker signs or verifies). `wall s` is report.json's; stages also run work "
@@ -867,7 +867,7 @@ def render_readme(runs: list[SizeRun], args: argparse.Namespace) -> str:
         )
     lines += [
         "",
-        "(`bench/results/scale.md`, `python jobs/benchmark.py scale`: local[2], spark.driver.memory=4g, the "
+        "(`bench/results/scale.md`, `python -m bench scale`: local[2], spark.driver.memory=4g, the "
         "`synth` corpus, neardup's defaults; per stage and per document there.)",
         "",
         "### A billion documents: the cost model",

@@ -2,7 +2,7 @@
 """Skew benchmark: the largest task of each shuffle against the median task, and the wall time,
 on a corpus with one boilerplate page copied many times and many large clusters.
 
-    python jobs/benchmark.py skew [--docs 100000] [--copies N] [--clusters M] [--cluster-size 100]
+    python -m bench skew [--docs 100000] [--copies N] [--clusters M] [--cluster-size 100]
                                   [--partitions 200] [--out bench/results/skew.md] [--label TEXT]
 
 Corpora: the base corpus of e2e.py (`synth.CorpusSpec(num_docs=--docs)`, cached under --cache),
@@ -375,7 +375,7 @@ def render(runs: list[Run], args: argparse.Namespace, skew_spec: SkewSpec, truth
         "",
         "Machine: " + "; ".join(f"{k} {v}" for k, v in env.items()),
         f"Load average at the end: {' / '.join(f'{x:.2f}' for x in os.getloadavg())} (a shared machine).",
-        "Command: `" + " ".join(["python", "jobs/benchmark.py", "skew", *sys.argv[1:]]) + "`",
+        "Command: `" + " ".join(["python", "-m", "bench", "skew", *sys.argv[1:]]) + "`",
         "",
     ]
     return "\n".join(lines)

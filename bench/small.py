@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Small runs: what a run of the README's sample costs beyond starting Spark at all.
 
-    .venv/bin/python jobs/benchmark.py small [--repeat 5] [--before OTHER/lib]
+    .venv/bin/python -m bench small [--repeat 5] [--before OTHER/lib]
                                              [--out bench/results/small-runs.md]
 
 Each repetition runs, one after the other in fresh processes, (1) a bare local
@@ -131,7 +131,7 @@ def render(bare: list[Measure], floor: list[Measure], trees: list[Tree]) -> str:
     lines = [
         "# Small runs: the sample against a bare Spark start",
         "",
-        "- command: `" + " ".join(["python", "jobs/benchmark.py", "small", *sys.argv[1:]]) + "`",
+        "- command: `" + " ".join(["python", "-m", "bench", "small", *sys.argv[1:]]) + "`",
         "- sample: `neardup dedup --input data/sample/corpus.jsonl.gz --output OUT --overwrite` "
         "(3,000 documents, local[*])",
         "- bare: a Python process that starts a local[*] SparkSession, counts `spark.range(1000)` and stops",
