@@ -34,8 +34,8 @@ import pyarrow.parquet as pq
 
 from neardup import columns as C
 from neardup import config
-from neardup.kernels.decon import DeconParams, build_reference, decontaminate_batch, reference_bytes
-from neardup.kernels.sign import sign_batch
+from neardup.kernels.contamination import DeconParams, build_reference, decontaminate_batch, reference_bytes
+from neardup.kernels.signatures import sign_batch
 from neardup.stages.sign import sign_params
 from neardup_testkit.synth import CorpusSpec, generate
 from sign_kernels import _best_of

@@ -181,8 +181,8 @@ def per_neardup_stage(stages: list[StageTasks]) -> dict[str, StageTasks]:
 
 
 # The collects that find large keys before their shuffle (stages/skew.py's sample, and the
-# exact count of the large buckets in stages/lsh.py), by their call sites.
-_DETECTION = ("/stages/skew.py:", "/stages/lsh.py:")
+# exact count of the large buckets in stages/candidates.py), by their call sites.
+_DETECTION = ("/stages/skew.py:", "/stages/candidates.py:")
 
 
 def detection_seconds(event_log: Path) -> dict[str, float]:

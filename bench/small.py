@@ -81,7 +81,8 @@ def timed(cmd: list[str], log: Path, lib: Path) -> Measure:
 def count_jobs(output: str) -> dict[str, Any]:
     """In this process: one run of the sample in local[2]; Spark jobs, stages and seconds per
     neardup stage, from the status tracker and report.json."""
-    from neardup import config, pipeline
+    from neardup import config
+    from neardup.commands import dedup
     from neardup.runtime.jobgroups import group_id
     from neardup.runtime.session import small_local_input, start
 
@@ -89,7 +90,7 @@ def count_jobs(output: str) -> dict[str, Any]:
     # The session the command line starts for this input (its small-input settings).
     small = small_local_input(str(SAMPLE))
     spark = start("local[2]", cfg.spark, quiet_jvm=True, small_input=small).spark
-    result = pipeline.run(spark, cfg, str(SAMPLE), output)
+    result = dedup.run(spark, cfg, str(SAMPLE), output)
     tracker = spark.sparkContext.statusTracker()
     stages: dict[str, Any] = {}
     for name, seconds in result.report["seconds"].items():

@@ -27,7 +27,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INPUT, EXIT_INDEX = 0, 1, 2, 3, 4
 # What dedup's driver imports after the session is up and that takes about a second to
 # import, numba and pyarrow (through the kernels): imported while the JVM starts instead.
 # With report.html, matplotlib too (report/charts.py).
-_DEDUP_PRELOAD = ["neardup.kernels.sign"]
+_DEDUP_PRELOAD = ["neardup.kernels.signatures"]
 _HTML_PRELOAD = ["neardup.report.charts"]
 # `neardup tune --input` defaults: documents and text bytes of the sample, test level.
 SAMPLE_SIZE, SAMPLE_BYTES, ALPHA = 10_000, "64m", 0.01
@@ -249,7 +249,7 @@ class _Run:
 
     def jvm_death(self, e: BaseException) -> str | None:
         """The one-line story of a local JVM that died under us, or None if it lives."""
-        from neardup.runtime.jvmexit import local_jvm_died
+        from neardup.runtime.failures import local_jvm_died
         from neardup.runtime.session import jvm_process
 
         proc = jvm_process()
@@ -264,7 +264,7 @@ class _Run:
         return local_jvm_died(code, text, stage_of(e), self.heap).message + self.log_note()
 
     def memory_failure(self, e: BaseException) -> str | None:
-        from neardup.runtime.jvmexit import task_failure
+        from neardup.runtime.failures import task_failure
 
         local = self.started is None or str(self.started.spark.sparkContext.master).startswith("local")
         found = task_failure(str(e), stage_of(e), local, self.heap)
@@ -390,7 +390,7 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
     # A run against an index reads the index too, whatever the batch's size.
     small = cfg.input.format != "table" and args.against is None and small_local_input(args.input)
     spark = _session(args, cfg, run, packages, preload, small)
-    from neardup import pipeline
+    from neardup.commands import dedup
 
     started = run.started
     conf = spark.sparkContext.getConf()
@@ -412,7 +412,7 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
         log.info("Spark's own log: %s (kept if the run fails; --debug shows it here)", started.jvm_log)
     for key in started.not_applied:
         log.warning("%s was not applied: the active Spark session cannot change it", key)
-    result = pipeline.run(spark, cfg, args.input, args.output, against=args.against)
+    result = dedup.run(spark, cfg, args.input, args.output, against=args.against)
     print(summary(result.output, result.report))
     return EXIT_OK
 
@@ -424,12 +424,12 @@ def _index(args: argparse.Namespace, run: _Run) -> int:
     spark = _session(args, cfg, run)
     if run.started.jvm_log is not None:
         log.info("Spark's own log: %s (kept if the run fails; --debug shows it here)", run.started.jvm_log)
-    from neardup import indexing
+    from neardup.commands import index
 
     if args.index_command == "build":
-        result = indexing.build(spark, cfg, args.input, args.index, args.overwrite)
+        result = index.build(spark, cfg, args.input, args.index, args.overwrite)
     else:
-        result = indexing.add(spark, cfg, args.input, args.index)
+        result = index.add(spark, cfg, args.input, args.index)
     print(index_summary(args.input, result))
     return EXIT_OK
 
@@ -467,11 +467,11 @@ def _tune(args: argparse.Namespace, run: _Run) -> int:
     """`neardup tune`: the theory needs no Spark; `--input` samples the corpus with it."""
     size, max_bytes, overrides = _tune_flags(args)
     cfg = _load_config(args, overrides)
-    from neardup import tune
+    from neardup.commands import tune
 
     measurement = None
     if args.input is not None:
-        from neardup import pipeline
+        from neardup.commands import dedup
         from neardup.kernels.measure import measure_pairs
         from neardup.runtime.stagelog import StageLog
         from neardup.stages.sign import sign_params
@@ -479,7 +479,7 @@ def _tune(args: argparse.Namespace, run: _Run) -> int:
         spark = _session(args, cfg, run)
         if run.started.jvm_log is not None:
             log.info("Spark's own log: %s (--debug shows it here)", run.started.jvm_log)
-        drawn = pipeline.sample(spark, cfg, args.input, size, max_bytes)
+        drawn = dedup.sample(spark, cfg, args.input, size, max_bytes)
         with StageLog().stage("measure") as counts:
             pairs = measure_pairs(drawn.texts, sign_params(cfg))
             counts.update(candidate_pairs=pairs.candidates, pairs=len(pairs.similarity))
@@ -502,7 +502,7 @@ def _evaluate(args: argparse.Namespace, run: _Run) -> int:
     cfg = config_mod.load(spark_conf=args.conf)
     _log_to_stderr(logging.WARNING if args.quiet or args.json else logging.INFO)
     spark = _session(args, cfg, run)
-    from neardup.evaluate import as_text, evaluate
+    from neardup.commands.evaluate import as_text, evaluate
 
     result = evaluate(spark, args.output, args.labels, args.sample, args.seed, args.min_similarity)
     print(json.dumps(result, indent=2) if args.json else as_text(result))
@@ -522,7 +522,7 @@ def _decontaminate(args: argparse.Namespace, run: _Run) -> int:
         overrides["output"] = {"overwrite": True}
     cfg = _load_config(args, overrides)
     spark = _session(args, cfg, run)
-    from neardup import decontaminate
+    from neardup.commands import decontaminate
 
     params = decontaminate.decon_params(cfg)
     ngram = f"{params.ngram} words in a row" if params.ngram else "no n-grams"

@@ -28,9 +28,10 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-from neardup import config, indexing
+from neardup import config
+from neardup.commands import index as indexing
+from neardup.commands.dedup import run
 from neardup.errors import IndexRefusedError, InputDataError
-from neardup.pipeline import run
 from neardup_testkit import chains, hashspec
 from neardup_testkit.reference import (
     bfs_components,

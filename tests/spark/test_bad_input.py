@@ -98,7 +98,7 @@ def test_malformed_lines_can_be_rejected_with_file_and_line(spark: Any, tmp_path
     import pyarrow.parquet as pq
 
     from neardup import config
-    from neardup.pipeline import run
+    from neardup.commands.dedup import run
 
     good = [
         {"id": i, "text": f"document number {i} says something about topic {i % 7} today"} for i in range(40)

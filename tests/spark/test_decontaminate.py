@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup import config
-from neardup.decontaminate import run
+from neardup.commands.decontaminate import run
 from neardup.errors import InputDataError, InvariantError, UsageError
 from neardup.stages.decon_check import check_decontaminated
 from neardup_testkit.contamination import (

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from neardup import config
-from neardup.pipeline import run
+from neardup.commands.dedup import run
 
 WORDS = [f"t{i}" for i in range(300)]
 

@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup import config
-from neardup.evaluate import evaluate
-from neardup.pipeline import run
+from neardup.commands.dedup import run
+from neardup.commands.evaluate import evaluate
 from neardup_testkit.chains import ChainSpec, generate
 from neardup_testkit.reference import (
     cluster_pairs,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from neardup import config
-from neardup.pipeline import run
+from neardup.commands.dedup import run
 from neardup_testkit.reference import jaccard, normalize, shingles
 
 pytestmark = pytest.mark.compat  # .ci/spark35 runs these on Spark 3.5 too

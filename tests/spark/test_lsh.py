@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from neardup.stages.lsh import candidate_edges
+from neardup.stages.candidates import candidate_edges
 from neardup_testkit import reference
 
 pytestmark = pytest.mark.compat  # .ci/spark35 runs these on Spark 3.5 too

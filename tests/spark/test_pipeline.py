@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup import config
-from neardup.pipeline import run
+from neardup.commands.dedup import run
 from neardup_testkit.reference import bfs_components, jaccard, shingles, similar_pairs
 from neardup_testkit.synth import CorpusSpec, generate
 

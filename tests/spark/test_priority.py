@@ -27,8 +27,8 @@ import pytest
 from frames import assert_frames_equal
 from neardup import columns as C
 from neardup import config
+from neardup.commands.dedup import fingerprints, run
 from neardup.errors import UsageError
-from neardup.pipeline import fingerprints, run
 from neardup.stages.read import Input, check_columns, documents
 from neardup.stages.sign import sign_params
 from neardup_testkit.reference import guarded_clusters, normalize

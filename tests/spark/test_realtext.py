@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neardup import config
-from neardup.pipeline import run
+from neardup.commands.dedup import run
 from neardup_testkit import realtext
 from neardup_testkit.reference import jaccard, shingles, similar_pairs
 

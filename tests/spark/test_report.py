@@ -16,9 +16,9 @@ import pytest
 from pyspark.sql import types as T
 
 from neardup import config
-from neardup.pipeline import run
+from neardup.commands.dedup import run
 from neardup.report.summary import TEXT_CHARS, Cluster, Doc, Histogram, Summary
-from neardup.stages.report import gather, similarity_histogram
+from neardup.stages.report_figures import gather, similarity_histogram
 from report_dom import parse
 
 WORDS = [

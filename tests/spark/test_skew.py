@@ -1,4 +1,4 @@
-"""Large buckets and stars spread over tasks (stages/skew.py, lsh.py, verify.py): the same
+"""Large buckets and stars spread over tasks (stages/skew.py, candidates.py, verify.py): the same
 candidates, edges and clusters as when each stays in one task, against plain-Python buckets,
 brute-force Jaccard and the skewed corpus's exact truth, whatever the partitioning."""
 
@@ -16,8 +16,8 @@ import pytest
 
 from neardup import columns as C
 from neardup import config
-from neardup.pipeline import run
-from neardup.stages import lsh, skew, verify
+from neardup.commands.dedup import run
+from neardup.stages import candidates, skew, verify
 from neardup.stages.sign import sign_params
 from neardup_testkit import reference
 from neardup_testkit.skew import CLUSTER_OFFSET, SkewSpec, iter_skew_batches, skewed_batches
@@ -68,7 +68,7 @@ def test_spread_buckets_give_the_same_candidates(
     want = _expected_edges(buckets, cap)
     # The large buckets, sizes and minima exactly, with their pieces.
     field = signed.schema[C.DOC_ID]
-    large = lsh._large_buckets(signed, over, field)
+    large = candidates._large_buckets(signed, over, field)
     assert large is not None
     assert sorted(tuple(r) for r in large.collect()) == sorted(
         (k, len(m), m[0], skew.pieces(len(m), over)) for k, m in buckets.items() if len(m) > over
@@ -76,8 +76,8 @@ def test_spread_buckets_give_the_same_candidates(
     partitions_before = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     try:
-        spread = [(r[C.SRC], r[C.DST]) for r in lsh.candidate_edges(signed, cap, over).edges.collect()]
-        whole = [(r[C.SRC], r[C.DST]) for r in lsh.candidate_edges(signed, cap, NEVER).edges.collect()]
+        spread = [(r[C.SRC], r[C.DST]) for r in candidates.candidate_edges(signed, cap, over).edges.collect()]
+        whole = [(r[C.SRC], r[C.DST]) for r in candidates.candidate_edges(signed, cap, NEVER).edges.collect()]
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", partitions_before)
     assert len(spread) == len(set(spread))
@@ -87,8 +87,8 @@ def test_spread_buckets_give_the_same_candidates(
 def test_no_large_bucket_leaves_the_plan_alone(spark: Any) -> None:
     bands = {d: [d, 10_000 + d // 2] for d in range(200)}  # buckets of one and two documents
     signed = spark.createDataFrame(list(bands.items()), "_id bigint, _bands array<bigint>")
-    assert lsh._large_buckets(signed, 32, signed.schema[C.DOC_ID]) is None
-    got = {(r[C.SRC], r[C.DST]) for r in lsh.candidate_edges(signed, 32, 32).edges.collect()}
+    assert candidates._large_buckets(signed, 32, signed.schema[C.DOC_ID]) is None
+    got = {(r[C.SRC], r[C.DST]) for r in candidates.candidate_edges(signed, 32, 32).edges.collect()}
     assert got == _expected_edges(_buckets(bands), 32)
 
 

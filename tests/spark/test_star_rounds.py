@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup import config
-from neardup.pipeline import run
+from neardup.commands.dedup import run
 from neardup_testkit.reference import jaccard, reference_clusters, shingles
 
 COPIES = 12

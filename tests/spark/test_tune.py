@@ -17,7 +17,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from neardup import cli
-from neardup.kernels.tune import goodness_of_fit
+from neardup.kernels.scurve_fit import goodness_of_fit
 from neardup_testkit.synth import CorpusSpec, generate, write_jsonl_gz
 
 ALPHA = 0.01  # the level the test is run at; the bins are checked at 99.9 %

@@ -1,4 +1,4 @@
-"""The per-batch kernels the Spark stages wrap (kernels/sign.py, lsh.py, verify.py), run on
+"""The per-batch kernels the Spark stages wrap (kernels/signatures.py, buckets.py, scoring.py), run on
 Arrow batches without a JVM, against plain-Python references: groups and buckets that
 straddle batches, batches of one row, and every way of cutting a stream into batches."""
 
@@ -15,9 +15,9 @@ import pyarrow as pa
 import pytest
 
 from neardup import columns as C
-from neardup.kernels.lsh import bucket_edges
-from neardup.kernels.sign import REASON_EMPTY, REASON_NULL, SignParams, sign_batch
-from neardup.kernels.verify import GroupOrderError, score_groups, score_signature_pairs
+from neardup.kernels.buckets import bucket_edges
+from neardup.kernels.scoring import GroupOrderError, score_groups, score_signature_pairs
+from neardup.kernels.signatures import REASON_EMPTY, REASON_NULL, SignParams, sign_batch
 from neardup_testkit import hashspec, reference
 
 PARAMS = SignParams(

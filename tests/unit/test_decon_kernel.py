@@ -1,4 +1,4 @@
-"""kernels/decon.py without a JVM: word n-gram hashes against the hash definitions in plain
+"""kernels/contamination.py without a JVM: word n-gram hashes against the hash definitions in plain
 Python (hashspec), whole batches against the brute-force reference (contamination.py),
 short, empty and Unicode texts, batches cut every way, hash collisions, and the
 reference's round trip through its broadcast bytes."""
@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from neardup import columns as C
-from neardup.kernels.decon import (
+from neardup.kernels.contamination import (
     NGRAM,
     REF,
     DeconParams,
@@ -26,7 +26,7 @@ from neardup.kernels.decon import (
     reference_bytes,
     reference_from_bytes,
 )
-from neardup.kernels.sign import REASON_EMPTY, REASON_NULL, SignParams
+from neardup.kernels.signatures import REASON_EMPTY, REASON_NULL, SignParams
 from neardup.kernels.textnorm import normalize
 from neardup_testkit import hashspec
 from neardup_testkit.contamination import expected_matches, rejected_ids, words

@@ -12,7 +12,7 @@ from neardup import columns as C
 from neardup import config
 from neardup.errors import IndexRefusedError
 from neardup.kernels.policy import SortKey, survivor_order
-from neardup.kernels.sign import SignParams
+from neardup.kernels.signatures import SignParams
 from neardup.runtime.indexstore import (
     FORMAT_VERSION,
     PARAM_KEYS,

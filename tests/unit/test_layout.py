@@ -31,7 +31,7 @@ def _python(code: str, env: dict[str, str] | None = None, cwd: Path | None = Non
 
 
 def test_every_kernel_imports_without_pyspark() -> None:
-    assert {"arrow", "hashing", "minhash", "sign", "lsh", "verify", "textnorm"} <= set(KERNELS)
+    assert {"arrow", "hashing", "minhash", "signatures", "buckets", "scoring", "textnorm"} <= set(KERNELS)
     code = (
         "import importlib, json, sys\n"
         f"for name in {KERNELS!r}:\n"
@@ -44,7 +44,7 @@ def test_every_kernel_imports_without_pyspark() -> None:
 def test_runtime_rules_import_without_pyspark() -> None:
     code = (
         "import json, sys\n"
-        "import neardup.config, neardup.runtime.memory, neardup.runtime.jvmexit, neardup.errors\n"
+        "import neardup.config, neardup.runtime.memory, neardup.runtime.failures, neardup.errors\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith('pyspark'))))\n"
     )
     assert json.loads(_python(code)) == []

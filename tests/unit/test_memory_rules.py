@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from neardup.errors import stage_of, tag_stage
-from neardup.runtime.jvmexit import local_jvm_died, more_memory, task_failure
+from neardup.runtime.failures import local_jvm_died, more_memory, task_failure
 from neardup.runtime.memory import (
     MAX_ARROW_ROWS,
     MAX_BATCH,

@@ -22,7 +22,7 @@ def _all_pairs(pred: list[int], true: list[int]) -> PairCounts:
 
 
 def _contingency(pred: list[int], true: list[int]) -> PairCounts:
-    """What stages/evaluate.py does in Spark: sums of C(size, 2) over groups."""
+    """What stages/evaluate_output.py does in Spark: sums of C(size, 2) over groups."""
     cells = np.unique(np.array([pred, true]).T, axis=0, return_counts=True)[1]
     n = len(pred)
     return PairCounts(

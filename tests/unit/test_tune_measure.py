@@ -20,7 +20,7 @@ from neardup.kernels.measure import (
     measure_pairs,
     sample_keys,
 )
-from neardup.kernels.sign import SignParams, sign_batch
+from neardup.kernels.signatures import SignParams, sign_batch
 from neardup_testkit import hashspec, reference
 from neardup_testkit.synth import CorpusSpec, generate
 

@@ -1,4 +1,4 @@
-"""kernels/tune.py against independent computations: exact rational integrals of the
+"""kernels/scurve_fit.py against independent computations: exact rational integrals of the
 S-curve, closed forms of the chi-square tail, a hand computation of the statistic,
 binomial tails summed with math.comb, and the test's behaviour on simulated counts."""
 
@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from neardup.kernels.tune import (
+from neardup.kernels.scurve_fit import (
     bin_edges,
     binomial_range,
     chi2_sf,

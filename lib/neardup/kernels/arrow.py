@@ -4,7 +4,7 @@ keys, and whole groups out of a stream of batches.
 Spark hands `mapInArrow` a partition as batches of a bounded size, so a group (a small
 LSH bucket) can straddle two or more batches: `whole_groups` holds its rows back until a
 batch shows the next key. Only for groups known to be small: verification, whose groups
-can be any size, carries state from batch to batch instead (kernels/verify.py).
+can be any size, carries state from batch to batch instead (kernels/scoring.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The observed S-curve of a sample of documents, for `neardup tune --input`. No Spark.
 
-Which documents (`sample_keys`, per batch in the Spark stage `stages/sample.py`): the
+Which documents (`sample_keys`, per batch in the Spark stage `stages/tune_sample.py`): the
 `size` documents with the smallest sample key, a MinHash value of one slot under a seed of
 its own (derived from minhash.seed). Two documents of Jaccard J have the same key with
 probability J, so near duplicates enter the sample together; a uniform sample of n out of
@@ -13,7 +13,7 @@ banding (64 bands of 2 slots of a signature under another derived seed: P(0.3) =
 whose collisions say nothing about the job's own, and are scored by the exact Jaccard of
 their shingle sets (the job's normalization and shingling). Each document then goes into
 one pair at most: pairs that share a document are not independent trials (if A-B and
-A-C collide in the same band, so does B-C), and the test in `kernels/tune.py` counts
+A-C collide in the same band, so does B-C), and the test in `kernels/scurve_fit.py` counts
 binomial trials. First a greedy matching of the candidates of similarity >= 0.3, in an
 order drawn from the selection seed; then random pairs of the documents left, nearly all
 of similarity near 0. Nothing in the selection reads the job's signatures or banding;
@@ -35,10 +35,10 @@ from neardup import columns as C
 from neardup.kernels.buckets import pair_indices
 from neardup.kernels.hashing import MASK64, shingle_hashes, splitmix64, text_hash128
 from neardup.kernels.minhash import band_keys, signatures
-from neardup.kernels.sign import SignParams
+from neardup.kernels.scurve_fit import LOW_EDGE
+from neardup.kernels.signatures import SignParams
 from neardup.kernels.similarity import jaccard_of_pairs
 from neardup.kernels.textnorm import normalize
-from neardup.kernels.tune import LOW_EDGE
 
 F64Array = npt.NDArray[np.float64]
 I64Array = npt.NDArray[np.int64]

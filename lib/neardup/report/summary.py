@@ -1,4 +1,4 @@
-"""What report.html shows beyond report.json, gathered by `neardup.stages.report`.
+"""What report.html shows beyond report.json, gathered by `neardup.stages.report_figures`.
 
 Plain data, small by construction: histograms are bin counts, the size distribution is
 one row per distinct cluster size, and texts are capped at `TEXT_CHARS` characters.

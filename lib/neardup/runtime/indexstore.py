@@ -39,7 +39,7 @@ from pyspark.sql import SparkSession
 from neardup import __version__
 from neardup import columns as C
 from neardup.errors import IndexRefusedError, NeardupError, UsageError
-from neardup.kernels.sign import SignParams, sign_batch
+from neardup.kernels.signatures import SignParams, sign_batch
 from neardup.runtime.fs import FileSystem
 
 FORMAT = "neardup-index"

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from neardup import columns as C
 from neardup.errors import IndexRefusedError, InputDataError
-from neardup.kernels.sign import SignParams
+from neardup.kernels.signatures import SignParams
 from neardup.runtime.indexstore import (
     DOCS,
     KEYS,
@@ -140,7 +140,7 @@ def cross_edges(
     _id); batch_rows (_id, _band_key) -> distinct (src, dst, _index_id): src < dst, one end
     a batch representative and the other, `_index_id`, an indexed document.
 
-    As within a batch (`stages/lsh.py`), a bucket's pairs are bounded: a batch document pairs
+    As within a batch (`stages/candidates.py`), a bucket's pairs are bounded: a batch document pairs
     with every indexed document of a bucket holding at most `all_pairs_up_to` of them, and with
     the smallest indexed id of a larger one. `small_shared`: the shared rows are broadcast
     (to the docs scan, then to the batch's rows); else shuffled.

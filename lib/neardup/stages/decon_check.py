@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from neardup import columns as C
 from neardup.errors import InvariantError
-from neardup.kernels.decon import NGRAM, REASON_NEAR, REASON_NGRAM, REASONS
+from neardup.kernels.contamination import NGRAM, REASON_NEAR, REASON_NGRAM, REASONS
 
 
 def check_decontaminated(

@@ -11,8 +11,8 @@ from pyspark.sql import functions as F
 
 from neardup import columns as C
 from neardup.config import Config
-from neardup.kernels.decon import NGRAM, REF
-from neardup.stages.reference import REFERENCE_ID
+from neardup.kernels.contamination import NGRAM, REF
+from neardup.stages.decon_reference import REFERENCE_ID
 from neardup.stages.write import rejected_rows
 
 OUTPUTS = ("kept", "removed", "matches", "rejected")

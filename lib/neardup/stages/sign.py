@@ -16,7 +16,7 @@ from pyspark.sql import types as T
 
 from neardup import columns as C
 from neardup.config import Config
-from neardup.kernels.sign import SignParams
+from neardup.kernels.signatures import SignParams
 
 
 def sign_params(cfg: Config) -> SignParams:
@@ -37,7 +37,7 @@ def sign_params(cfg: Config) -> SignParams:
 def _signer(p: SignParams, keep: bool) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def sign_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # Imported on the executor: the kernels load their compiled code once per worker.
-        from neardup.kernels.sign import sign_batch
+        from neardup.kernels.signatures import sign_batch
 
         for batch in batches:
             yield sign_batch(batch, p, keep)

@@ -1,7 +1,7 @@
 """Keys too large for one task, found before the shuffle that would gather them.
 
 A shuffle by key puts all rows of a key in one task: an LSH bucket of a boilerplate page
-copied millions of times (stages/lsh.py), a star of candidate edges around its centre
+copied millions of times (stages/candidates.py), a star of candidate edges around its centre
 (stages/verify.py). The stages spread such keys over several tasks; this module finds them
 and sizes the pieces. Finding them costs a scan and the aggregation of a small sample, never
 a count of every key: the rows are sampled by a stable hash of another column (the document

@@ -1,7 +1,7 @@
 """Stage: further centres for the star groups that verification split.
 
 A bucket of more than `lsh.all_pairs_up_to` documents is a star from its smallest id, and
-each member keeps one star edge (stages/lsh.py). The smallest id is any document of the
+each member keeps one star edge (stages/candidates.py). The smallest id is any document of the
 bucket. On real text it can be a long file that quotes a licence, sharing buckets with a
 hundred copies of that licence: every copy's edge to it fails verification, and nothing
 links the copies to each other (recall at J >= 0.9 fell to 0.62 on 29,491 licence and

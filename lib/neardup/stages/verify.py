@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup import columns as C
-from neardup.kernels.sign import SignParams
+from neardup.kernels.signatures import SignParams
 from neardup.stages import skew
 
 log = logging.getLogger("neardup")
@@ -73,7 +73,7 @@ def _routed_to_groups(
             C.GROUP, C.DOC_ID, F.explode(part).alias(C.PART)
         )
     routed = docs.select(C.DOC_ID, C.TEXT).join(F.broadcast(members) if broadcast else members, C.DOC_ID)
-    # Parts of one group that share a task sort as one group (kernels/verify.py); its source
+    # Parts of one group that share a task sort as one group (kernels/scoring.py); its source
     # first, whether its id is the smallest (candidates) or not (the guard's pairs, from the
     # kept document).
     return (
@@ -140,7 +140,7 @@ def verify_pairs(
         routed = _routed_to_groups(candidates, docs, broadcast_ends, split_over)
 
         def score(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            from neardup.kernels.verify import score_groups
+            from neardup.kernels.scoring import score_groups
 
             return score_groups(batches, params, threshold)
 
@@ -156,7 +156,7 @@ def verify_pairs(
     num_perm = params.num_perm
 
     def estimate(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from neardup.kernels.verify import score_signature_pairs
+        from neardup.kernels.scoring import score_signature_pairs
 
         for batch in batches:
             yield score_signature_pairs(batch, num_perm, threshold)

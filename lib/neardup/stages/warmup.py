@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from neardup import columns as C
-from neardup.kernels.sign import SignParams
+from neardup.kernels.signatures import SignParams
 
 # One text long enough for word shingles and one short enough for character shingles, so
 # both ways of shingling are loaded.
@@ -28,8 +28,8 @@ def warm_up(spark: SparkSession, params: SignParams, keep_signatures: bool, veri
     schema = T.StructType([T.StructField("n", T.LongType(), False)])
 
     def warm(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from neardup.kernels.sign import sign_batch
-        from neardup.kernels.verify import score_groups
+        from neardup.kernels.scoring import score_groups
+        from neardup.kernels.signatures import sign_batch
 
         ids, texts = pa.array([1, 2], pa.int64()), pa.array(_TEXTS)
         n = len(sign_batch(pa.record_batch({C.DOC_ID: ids, C.TEXT: texts}), params, keep_signatures))

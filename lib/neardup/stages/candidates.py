@@ -2,7 +2,7 @@
 
 Every document lands in one bucket per band, keyed by its band key. Nearly every
 bucket holds one document; the few shared ones give their candidate edges
-(`kernels.lsh.bucket_edges`): all pairs of a bucket of up to `lsh.all_pairs_up_to`
+(`kernels.buckets.bucket_edges`): all pairs of a bucket of up to `lsh.all_pairs_up_to`
 documents, and a star from the smallest id of a larger one. A star edge needs only its
 own row and the bucket's minimum, so a large bucket is never gathered in one place, and
 a small one is gathered only once it is known to be small.
@@ -121,7 +121,7 @@ def candidate_edges(
     )
 
     def edges(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from neardup.kernels.lsh import bucket_edges
+        from neardup.kernels.buckets import bucket_edges
 
         return bucket_edges(batches, all_pairs_up_to)
 

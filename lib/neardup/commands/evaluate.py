@@ -20,7 +20,7 @@ from neardup import config as config_mod
 from neardup.errors import UsageError
 from neardup.kernels.metrics import scores, similarity_summary, wilson
 from neardup.runtime.fs import FileSystem
-from neardup.stages import evaluate as stage
+from neardup.stages import evaluate_output as stage
 
 
 def evaluate(

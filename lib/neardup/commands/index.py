@@ -23,9 +23,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from neardup import columns as C
+from neardup.commands.dedup import broadcastable, open_input, plan_memory
 from neardup.config import Config
 from neardup.errors import InvariantError, UsageError
-from neardup.pipeline import broadcastable, open_input, plan_memory
 from neardup.runtime.fs import FileSystem
 from neardup.runtime.indexstore import (
     DOCS,
@@ -45,7 +45,7 @@ from neardup.runtime.sizing import batch_settings, writer_options
 from neardup.runtime.stagelog import StageLog
 from neardup.runtime.workdir import input_fingerprint
 from neardup.stages.against import index_docs, refuse_indexed_ids
-from neardup.stages.index import number_documents, write_segment
+from neardup.stages.index_segment import number_documents, write_segment
 from neardup.stages.read import documents
 from neardup.stages.sign import sign_documents, sign_params
 

@@ -14,7 +14,7 @@ from typing import Any
 from neardup.config import Config
 from neardup.kernels.bands import bands_for_recall, candidate_probability, optimal_bands
 from neardup.kernels.measure import MeasuredPairs
-from neardup.kernels.tune import (
+from neardup.kernels.scurve_fit import (
     LOW_EDGE,
     MIN_EXPECTED,
     binomial_range,

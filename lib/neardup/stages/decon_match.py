@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from neardup import columns as C
-from neardup.kernels.decon import NGRAM, REF, DeconParams
+from neardup.kernels.contamination import NGRAM, REF, DeconParams
 
 
 def _matcher(
@@ -26,7 +26,7 @@ def _matcher(
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def match_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # Imported on the executor: the kernels load their compiled code once per worker.
-        from neardup.kernels.decon import cached_reference, decontaminate_batch
+        from neardup.kernels.contamination import cached_reference, decontaminate_batch
 
         ref = cached_reference(key, lambda: payload.value)
         for batch in batches:

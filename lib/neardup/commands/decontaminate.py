@@ -4,10 +4,10 @@
     checks it) -> match (one narrow pass over the corpus) -> write -> check -> publish
 
 A document is removed when it shares a run of `decontaminate.ngram` words with a
-reference item, or is a near-duplicate of one (kernels/decon.py); matches/ says which
+reference item, or is a near-duplicate of one (kernels/contamination.py); matches/ says which
 item and why. The run is dedup's around its own stages: the same reading, batch sizing,
 staging directory, stage log and job groups, resumable match results under `_work/`, the
-job's own checks on what was written, and atomic publication (pipeline.py).
+job's own checks on what was written, and atomic publication (commands/dedup.py).
 """
 
 from __future__ import annotations
@@ -23,18 +23,26 @@ from pyspark.sql import functions as F
 
 from neardup import __version__
 from neardup import columns as C
+from neardup.commands.dedup import (
+    ReadResult,
+    Result,
+    RunContext,
+    broadcastable,
+    opened_run,
+    publish,
+    read_stage,
+)
 from neardup.config import Config
 from neardup.errors import UsageError
-from neardup.kernels.decon import REASON_NEAR, REASON_NGRAM, REF, DeconParams
-from neardup.pipeline import ReadResult, Result, RunContext, broadcastable, opened_run, publish, read_stage
+from neardup.kernels.contamination import REASON_NEAR, REASON_NGRAM, REF, DeconParams
 from neardup.runtime.fs import FileSystem
 from neardup.runtime.jobgroups import count
 from neardup.runtime.sizing import writer_options
 from neardup.runtime.workdir import fingerprint, input_fingerprint
 from neardup.stages.decon_check import check_decontaminated
+from neardup.stages.decon_match import match_documents
+from neardup.stages.decon_reference import ReferenceSet, load_reference
 from neardup.stages.decon_write import OUTPUTS, Broadcasts, write_decontaminated
-from neardup.stages.decontaminate import match_documents
-from neardup.stages.reference import ReferenceSet, load_reference
 from neardup.stages.sign import sign_params
 
 Counts = dict[str, Any]

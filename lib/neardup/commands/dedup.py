@@ -45,7 +45,7 @@ from neardup import columns as C
 from neardup.config import Config
 from neardup.errors import UsageError
 from neardup.kernels.bands import s_curve
-from neardup.kernels.sign import SignParams
+from neardup.kernels.signatures import SignParams
 from neardup.report import check_renderer
 from neardup.report.summary import Summary
 from neardup.runtime.fs import FileSystem
@@ -72,11 +72,11 @@ from neardup.stages.against import (
     refuse_indexed_ids,
     shared_index_rows,
 )
+from neardup.stages.candidates import STAR_EDGES, Candidates, band_rows, candidate_edges
 from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
 from neardup.stages.exact import exact_groups, group_exact
 from neardup.stages.guard import GuardStats, guard_clusters
-from neardup.stages.lsh import STAR_EDGES, Candidates, band_rows, candidate_edges
 from neardup.stages.read import (
     CORRUPT,
     Input,
@@ -87,13 +87,13 @@ from neardup.stages.read import (
     malformed_lines,
     read_input,
 )
-from neardup.stages.report import gather
-from neardup.stages.sample import Sample, draw_sample
+from neardup.stages.report_figures import gather
 from neardup.stages.sign import sign_documents, sign_params
 from neardup.stages.skew import split_threshold
 from neardup.stages.stars import RULE as STAR_ROUNDS_RULE
 from neardup.stages.stars import further_stars, relabel
 from neardup.stages.survivors import assign_members, choose_survivors, cluster_sizes, clustered_figures
+from neardup.stages.tune_sample import Sample, draw_sample
 from neardup.stages.verify import endpoint_texts, verify_pairs
 from neardup.stages.warmup import warm_up
 from neardup.stages.write import write_outputs
@@ -281,7 +281,7 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str, against:
 
 def sample(spark: SparkSession, cfg: Config, input_path: str, size: int, max_bytes: int) -> Sample:
     """What `neardup tune --input` reads: the input read and checked as `run` reads it,
-    then a sample of its documents (stages/sample.py) on the driver."""
+    then a sample of its documents (stages/tune_sample.py) on the driver."""
 
     def describe(name: str, about: str) -> None:
         spark.sparkContext.setJobDescription(f"neardup tune: {name} {about}".rstrip())

@@ -26,7 +26,7 @@ from neardup import columns as C
 from neardup.kernels.arrow import run_starts
 from neardup.kernels.hashing import shingle_hashes
 from neardup.kernels.minhash import estimate_jaccard
-from neardup.kernels.sign import SignParams
+from neardup.kernels.signatures import SignParams
 from neardup.kernels.similarity import jaccard_of_pairs, signature_matrix
 from neardup.kernels.textnorm import normalize
 

@@ -25,10 +25,10 @@ from pyspark.sql import types as T
 from neardup import columns as C
 from neardup.config import Config, SurvivorConfig
 from neardup.errors import InputDataError, NeardupError, UsageError
-from neardup.kernels.decon import REF, DeconParams, build_reference, reference_bytes
+from neardup.kernels.contamination import REF, DeconParams, build_reference, reference_bytes
 from neardup.runtime.memory import human, parse_size
 from neardup.stages.read import CORRUPT, ID_TYPES, Input, check_rows, read_input
-from neardup.stages.sample import collect_arrow
+from neardup.stages.tune_sample import collect_arrow
 
 REFERENCE_ID = "reference_id"
 FORMATS = ("parquet", "jsonl")

@@ -40,7 +40,7 @@ from neardup.kernels.arrow import text_buffers
 from neardup.kernels.choices import DECON_VERIFY
 from neardup.kernels.hashing import MASK64, _count_words, doc_shingles, shingle_hashes, shingle_keys
 from neardup.kernels.minhash import band_keys, estimate_jaccard
-from neardup.kernels.sign import REASON_EMPTY, REASON_NULL, SignParams, normalized, text_signatures
+from neardup.kernels.signatures import REASON_EMPTY, REASON_NULL, SignParams, normalized, text_signatures
 from neardup.kernels.similarity import jaccard_between
 
 I32Array = npt.NDArray[np.int32]

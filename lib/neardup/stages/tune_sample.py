@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup import columns as C
-from neardup.kernels.sign import SignParams
+from neardup.kernels.signatures import SignParams
 
 _CUMULATIVE = "_cumulative"
 

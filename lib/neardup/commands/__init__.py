@@ -1,0 +1,1 @@
+"""The commands: each a list of stages on the run harness."""
