@@ -63,7 +63,7 @@ import numpy as np
 import neardup
 from e2e import CORPORA, machine, neardup_command, output_labels, run_measured, truth_path
 from eventlog import OUTSIDE, app_log, events, job_stages, shuffle_read_bytes, spark_properties, stage_starts
-from neardup.commands.dedup import BROADCAST_ROWS
+from neardup.harness import BROADCAST_ROWS
 from neardup_testkit.synth import CorpusSpec
 from neardup_testkit.truth import Truth, ensure_corpus, score
 

@@ -1,9 +1,10 @@
 """The command line: `neardup dedup|tune|evaluate|decontaminate|index ...` (also
 `python -m neardup`, jobs/dedup.py).
 
-Thin: parse arguments, build the config and the session, call the pipeline, and
-turn failures into one line on stderr with a distinct exit code
-(0 done, 2 usage or config error, 3 input data error, 4 index refused, 1 anything else).
+Parse arguments, build the config and the session, call the command (commands/), and
+print one line for a failure with a distinct exit code (0 done, 2 usage or config error,
+3 input data error, 4 index refused, 1 anything else; runtime/failures.py reads Spark's
+and the JVM's failures).
 """
 
 from __future__ import annotations
@@ -12,18 +13,17 @@ import argparse
 import json
 import logging
 import os
-import re
 import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from neardup import __version__
-from neardup.errors import InputDataError, NeardupError, UsageError, stage_of
+from neardup.errors import NeardupError, UsageError
+from neardup.runtime.failures import EXIT_FAILED, EXIT_OK, RunFacts, require_pyspark
 
 log = logging.getLogger("neardup")
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INPUT, EXIT_INDEX = 0, 1, 2, 3, 4
 # What dedup's driver imports after the session is up and that takes about a second to
 # import, numba and pyarrow (through the kernels): imported while the JVM starts instead.
 # With report.html, matplotlib too (report/charts.py).
@@ -193,7 +193,7 @@ def _add_index_parser(sub: Any) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args_list
-    run = _Run()
+    run = RunFacts()
     try:
         args = build_parser().parse_args(args_list)
         code = _COMMANDS[args.command](args, run)
@@ -209,102 +209,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error("interrupted; no output was published" + run.log_note())
         return EXIT_FAILED
     except Exception as e:  # the contract is one line, not a traceback
-        died = run.jvm_death(e)
+        told = run.explain(e)
         if debug:
-            if died is not None:
-                _error(died)
+            if told.jvm_died:
+                _error(told.message)
             raise
-        if died is not None:
-            _error(died)
-            return EXIT_FAILED
-        known = input_error_from(e)
-        if known is not None:
-            _error(str(known))
+        _error(told.message)
+        if told.discard_log:
             run.discard_log()
-            return known.exit_code
-        memory = run.memory_failure(e)
-        if memory is not None:
-            _error(memory)
-            return EXIT_FAILED
-        _error(_describe(e) + run.log_note())
-        return EXIT_FAILED
-
-
-class _Run:
-    """What the error handler needs to know about the session: the JVM process, its log,
-    the heap it was given, and the master."""
-
-    def __init__(self) -> None:
-        self.started: Any = None
-        self.heap: str | None = None
-        self.log: Any = None  # the JVM's log file (a Path), if neardup launched it quietly
-
-    def discard_log(self) -> None:
-        """The run ended well, or with an error whose one line says it all."""
-        if self.log is not None:
-            self.log.unlink(missing_ok=True)
-
-    def log_note(self) -> str:
-        return f" (Spark's log: {self.log})" if self.log is not None else ""
-
-    def jvm_death(self, e: BaseException) -> str | None:
-        """The one-line story of a local JVM that died under us, or None if it lives."""
-        from neardup.runtime.failures import local_jvm_died
-        from neardup.runtime.session import jvm_process
-
-        proc = jvm_process()
-        if proc is None:
-            return None
-        try:
-            code = proc.wait(timeout=5)
-        except Exception:  # still running: not a JVM death
-            return None
-        path = self.log
-        text = path.read_text(errors="replace") if path is not None and path.exists() else ""
-        return local_jvm_died(code, text, stage_of(e), self.heap).message + self.log_note()
-
-    def memory_failure(self, e: BaseException) -> str | None:
-        from neardup.runtime.failures import task_failure
-
-        local = self.started is None or str(self.started.spark.sparkContext.master).startswith("local")
-        found = task_failure(str(e), stage_of(e), local, self.heap)
-        return found.message + self.log_note() if found is not None else None
+        return told.exit_code
 
 
 def _error(message: str) -> None:
     first = " ".join(message.strip().split())
     print(f"neardup: error: {first}", file=sys.stderr)
-
-
-# How Spark names an input file it could not read. Spark 4 wraps every such failure in
-# FAILED_READ_FILE; Spark 3.5 wraps some ("Details:"), names the file of a column it cannot
-# convert, and lets parquet-mr's own exception for a corrupt footer through unwrapped.
-_READ_FAILURES = (
-    re.compile(r"FAILED_READ_FILE\.\w+\] Encountered error while reading file (\S+?)\.?\s"),
-    re.compile(r"Encountered error while reading file (\S+?)\. Details:"),
-    re.compile(r"Parquet column cannot be converted in file (\S+?)\. Column:"),
-    re.compile(r"RuntimeException: (\S+) is not a Parquet file"),
-)
-_CAUSE = re.compile(r"Caused by: [\w.$]+: (.+)")
-
-
-def input_error_from(e: BaseException) -> InputDataError | None:
-    """A Spark failure caused by an unreadable input file (truncated or corrupt Parquet,
-    a bad gzip stream) -> an input error naming the file, else None."""
-    text = str(e)
-    m = next((m for pattern in _READ_FAILURES if (m := pattern.search(text))), None)
-    if m is None:
-        return None
-    causes = _CAUSE.findall(text)
-    cause = causes[-1].strip() if causes else "unreadable"
-    return InputDataError(f"input file {m.group(1)} cannot be read: {cause[:300]}")
-
-
-def _describe(e: BaseException) -> str:
-    """The first meaningful line of an exception, Spark's or Python's."""
-    text = str(e).strip().splitlines()
-    head = text[0] if text else ""
-    return f"{type(e).__name__}: {head[:500]} (rerun with --debug for the traceback)"
 
 
 def _input_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -334,7 +252,7 @@ def _load_config(args: argparse.Namespace, overrides: dict[str, Any]) -> Any:
 def _session(
     args: argparse.Namespace,
     cfg: Any,
-    run: _Run,
+    run: RunFacts,
     packages: Sequence[str] = (),
     preload: Sequence[str] = (),
     small_input: bool = False,
@@ -342,13 +260,7 @@ def _session(
     """Start (or reuse) the SparkSession for cfg, importing `preload` meanwhile (`small_input`:
     see session.start); remembers it in `run` for the error handler."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        raise UsageError(
-            "pyspark is not installed: pip install 'neardup[spark]' (where Spark is provided, "
-            "as on Databricks or a cluster image, install neardup into that Python instead)"
-        ) from None
+    require_pyspark()
     from neardup.runtime.session import launched_log, start
 
     try:
@@ -371,11 +283,12 @@ def _session(
     return spark
 
 
-def _dedup(args: argparse.Namespace, run: _Run) -> int:
+def _dedup(args: argparse.Namespace, run: RunFacts) -> int:
     overrides = _input_overrides(args)
     if args.overwrite:
         overrides["output"] = {"overwrite": True}
     cfg = _load_config(args, overrides)
+    require_pyspark()  # before the modules below import it
     from neardup.report import check_renderer
 
     check_renderer(cfg)  # before the JVM starts
@@ -413,11 +326,11 @@ def _dedup(args: argparse.Namespace, run: _Run) -> int:
     for key in started.not_applied:
         log.warning("%s was not applied: the active Spark session cannot change it", key)
     result = dedup.run(spark, cfg, args.input, args.output, against=args.against)
-    print(summary(result.output, result.report))
+    print(dedup.summary(result.output, result.report))
     return EXIT_OK
 
 
-def _index(args: argparse.Namespace, run: _Run) -> int:
+def _index(args: argparse.Namespace, run: RunFacts) -> int:
     """`neardup index build|add`: the same config layers as dedup (the band-key parameters
     must be the ones dedup --against will run with)."""
     cfg = _load_config(args, _input_overrides(args))
@@ -430,7 +343,7 @@ def _index(args: argparse.Namespace, run: _Run) -> int:
         result = index.build(spark, cfg, args.input, args.index, args.overwrite)
     else:
         result = index.add(spark, cfg, args.input, args.index)
-    print(index_summary(args.input, result))
+    print(index.summary(args.input, result))
     return EXIT_OK
 
 
@@ -463,7 +376,7 @@ def _tune_flags(args: argparse.Namespace) -> tuple[int, int, dict[str, Any]]:
     return size, max_bytes, overrides
 
 
-def _tune(args: argparse.Namespace, run: _Run) -> int:
+def _tune(args: argparse.Namespace, run: RunFacts) -> int:
     """`neardup tune`: the theory needs no Spark; `--input` samples the corpus with it."""
     size, max_bytes, overrides = _tune_flags(args)
     cfg = _load_config(args, overrides)
@@ -471,6 +384,7 @@ def _tune(args: argparse.Namespace, run: _Run) -> int:
 
     measurement = None
     if args.input is not None:
+        require_pyspark()
         from neardup.commands import dedup
         from neardup.kernels.measure import measure_pairs
         from neardup.runtime.stagelog import StageLog
@@ -492,7 +406,7 @@ def _tune(args: argparse.Namespace, run: _Run) -> int:
     return EXIT_OK
 
 
-def _evaluate(args: argparse.Namespace, run: _Run) -> int:
+def _evaluate(args: argparse.Namespace, run: RunFacts) -> int:
     from neardup import config as config_mod
 
     if args.sample < 1:
@@ -509,7 +423,7 @@ def _evaluate(args: argparse.Namespace, run: _Run) -> int:
     return EXIT_OK
 
 
-def _decontaminate(args: argparse.Namespace, run: _Run) -> int:
+def _decontaminate(args: argparse.Namespace, run: RunFacts) -> int:
     overrides = _input_overrides(args)
     flags = {
         "reference_format": args.reference_format,
@@ -581,38 +495,3 @@ def _log_to_stderr(level: int) -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s neardup %(message)s", "%H:%M:%S"))
         log.addHandler(handler)
     log.setLevel(level)
-
-
-def index_summary(input_path: str, result: Any) -> str:
-    """The line `index build|add` prints: what was indexed, and the index's size against
-    its band keys' raw size (8 bytes a band and 8 an id per document)."""
-    from neardup.runtime.memory import human
-
-    m, seg = result.manifest, result.segment
-    on_disk = human(sum(result.sizes.values()))
-    return (
-        f"neardup: indexed {seg.documents:,} of {seg.input_rows:,} rows of {input_path} in "
-        f"{result.seconds:.1f} s ({seg.input_rows - seg.documents:,} had no text to sign). "
-        f"Index {result.path}, version {m.version}: {m.documents:,} documents in {len(m.segments)} "
-        f"segment(s), {on_disk} on disk; its band keys' raw size is {human(result.raw_key_bytes)}."
-    )
-
-
-def summary(output: str, report: dict[str, Any]) -> str:
-    c = report["counts"]
-    secs = report["seconds"]["total"]
-    n = c["input"] or 0
-    rate = n / secs if secs else 0.0
-    page = " and report.html (open it in a browser)" if report["config"]["report"]["html"] else ""
-    return (
-        f"neardup: {n:,} documents in {secs:.1f} s ({rate:,.0f} docs/s). "
-        f"Kept {c['kept']:,} ({c['unique']:,} unique, {c['clusters']:,} clusters of duplicates, "
-        f"the largest {c['largest_cluster']:,}); removed {c['near_duplicates']:,} near and "
-        f"{c['exact_duplicates']:,} exact duplicates"
-        f"{f' ({m:,} of them in favour of indexed documents)' if (m := c.get('matched_index')) else ''}; "
-        f"rejected {c['rejected']:,}"
-        f"{f' ({m:,} malformed lines)' if (m := c.get('malformed')) else ''}. "
-        f"Candidates {c['candidate_pairs']:,}, verified {c['verified_pairs']:,}.\n"
-        f"Outputs in {output}: kept/ (the deduplicated corpus), clusters/ (every input id "
-        f"with its cluster and status), rejected/, report.json{page}."
-    )

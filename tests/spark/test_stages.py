@@ -14,8 +14,9 @@ import pytest
 
 from neardup import columns as C
 from neardup import config
-from neardup.commands.dedup import open_input, run
+from neardup.commands.dedup import run
 from neardup.errors import InputDataError, UsageError
+from neardup.harness import open_input
 from neardup.stages.read import documents
 from neardup_testkit.reference import jaccard, shingles
 

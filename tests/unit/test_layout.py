@@ -86,3 +86,96 @@ def test_cache_directory_names_the_sources_digest(tmp_path: Path) -> None:
     )
     path, digest = out.split()
     assert path == str(tmp_path / f"neardup-{digest}")
+
+
+# The package's layers, lowest first: a module imports from its own layer or lower ones.
+LAYERS = [
+    {"neardup", "__version__", "columns", "errors"},
+    {"kernels"},
+    {"runtime"},
+    {"config"},
+    {"report"},
+    {"stages"},
+    {"harness"},
+    {"commands"},
+    {"cli"},
+    {"__main__"},
+]
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    name = parts[1] if len(parts) > 1 else "neardup"
+    return next(i for i, names in enumerate(LAYERS) if name in names)
+
+
+def _imports(path: Path) -> set[str]:
+    import ast
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "neardup":
+            if node.module == "neardup":
+                found.update(f"neardup.{a.name}" for a in node.names)
+            else:
+                found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == "neardup")
+    return found
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted((LIB / "neardup").rglob("*.py")):
+        parts = path.relative_to(LIB).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def test_layers_import_only_downwards() -> None:
+    """Kernels know nothing of Spark's stages, stages nothing of the commands, and so on: a
+    newcomer finds a change's place by its layer."""
+    upward = [
+        f"{module} imports {target}"
+        for module, path in _modules().items()
+        for target in _imports(path)
+        if _layer(target) > _layer(module)
+    ]
+    assert upward == []
+
+
+def test_every_module_has_a_name_of_its_own() -> None:
+    """No two modules share a name (a `tune` in two layers was two places to look)."""
+    names = [m.rsplit(".", 1)[-1] for m in _modules() if "." in m]
+    assert sorted(n for n in set(names) if names.count(n) > 1) == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["dedup", "--input", "in.jsonl", "--output", "out"],
+        ["index", "build", "--input", "in.jsonl", "--index", "idx"],
+        ["decontaminate", "--input", "in.jsonl", "--reference", "ref.jsonl", "--output", "out"],
+        ["evaluate", "--output", "out"],
+        ["tune", "--input", "in.jsonl"],
+    ],
+    ids=lambda argv: argv[0],
+)
+def test_without_pyspark_every_command_says_what_to_install(argv: list[str], tmp_path: Path) -> None:
+    """`pip install .` without the spark extra: one line and exit 2, not a traceback. The
+    interpreter is told pyspark cannot be imported, as where it is not installed."""
+    code = (
+        "import sys\n"
+        "sys.modules['pyspark'] = None  # import pyspark raises ModuleNotFoundError\n"
+        "from neardup.cli import main\n"
+        f"sys.exit(main({argv!r}))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if "neardup: error:" in line or "Traceback" in line]
+    assert lines == [
+        "neardup: error: pyspark is not installed: pip install 'neardup[spark]' (where Spark is provided, "
+        "as on Databricks or a cluster image, install neardup into that Python instead)"
+    ], proc.stderr

@@ -7,7 +7,7 @@ A document is removed when it shares a run of `decontaminate.ngram` words with a
 reference item, or is a near-duplicate of one (kernels/contamination.py); matches/ says which
 item and why. The run is dedup's around its own stages: the same reading, batch sizing,
 staging directory, stage log and job groups, resumable match results under `_work/`, the
-job's own checks on what was written, and atomic publication (commands/dedup.py).
+job's own checks on what was written, and atomic publication (harness.py).
 """
 
 from __future__ import annotations
@@ -21,19 +21,21 @@ from pyspark.broadcast import Broadcast
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from neardup import __version__
 from neardup import columns as C
-from neardup.commands.dedup import (
+from neardup.config import Config
+from neardup.errors import UsageError
+from neardup.harness import (
+    Counts,
     ReadResult,
     Result,
     RunContext,
     broadcastable,
+    counted,
+    envelope,
     opened_run,
     publish,
     read_stage,
 )
-from neardup.config import Config
-from neardup.errors import UsageError
 from neardup.kernels.contamination import REASON_NEAR, REASON_NGRAM, REF, DeconParams
 from neardup.runtime.fs import FileSystem
 from neardup.runtime.jobgroups import count
@@ -44,8 +46,6 @@ from neardup.stages.decon_match import match_documents
 from neardup.stages.decon_reference import ReferenceSet, load_reference
 from neardup.stages.decon_write import OUTPUTS, Broadcasts, write_decontaminated
 from neardup.stages.sign import sign_params
-
-Counts = dict[str, Any]
 
 
 def decon_params(cfg: Config) -> DeconParams:
@@ -124,7 +124,9 @@ class _Found:
 def _match(r: RunContext, inp: ReadResult, loaded: _Loaded, params: DeconParams) -> tuple[_Found, Counts]:
     fp = fingerprint(
         {
-            "input": inp.fps.signatures,  # the input files, columns and signing parameters
+            "input": inp.files,
+            "table": inp.table,
+            "columns": [r.cfg.input.id_col, r.cfg.input.text_col],
             "reference": input_fingerprint(r.spark, loaded.ref.files),
             "reference_columns": r.cfg.decontaminate.reference_columns(r.cfg.input),
             "payload": loaded.ref.key,
@@ -181,17 +183,25 @@ def _check(r: RunContext, inp: ReadResult) -> tuple[None, Counts]:
     return None, dict(counts)
 
 
+# report.json's counts, in order; those of the other sections are named in _SHOWN_ELSEWHERE,
+# and any other count a stage makes is added after these (harness.counted).
+COUNTS = ("input", "malformed", "rejected", "removed", "kept", "matches", "reference_items_matched")
+_SHOWN_ELSEWHERE = (
+    "near_duplicate",
+    "ngram",
+    "reference_items",
+    "reference_empty",
+    "reference_text_bytes",
+    "reference_ngrams",
+    "broadcast_bytes",
+)
+
+
 def _report(
     r: RunContext, started: float, inp: ReadResult, reference_path: str, loaded: _Loaded, params: DeconParams
 ) -> dict[str, Any]:
     c = r.stages.counts
-    return {
-        "neardup_version": __version__,
-        "command": "decontaminate",
-        "run_id": r.run_id,
-        "input": r.input_path,
-        "output": r.paths.output,
-        "config": r.cfg.to_dict(),
+    sections = {
         "parameters": {
             "ngram": params.ngram or None,
             "near_duplicate_threshold": params.threshold,
@@ -199,18 +209,6 @@ def _report(
             "bands": r.cfg.bands,
             "rows": r.cfg.rows,
             "ngram_reported": "the first shared n-gram in the document's order, per reference item",
-        },
-        "counts": {
-            key: c.get(key)
-            for key in (
-                "input",
-                "malformed",
-                "rejected",
-                "removed",
-                "kept",
-                "matches",
-                "reference_items_matched",
-            )
         },
         "removed_by_reason": {REASON_NEAR: c.get("near_duplicate"), REASON_NGRAM: c.get("ngram")},
         "reference": {
@@ -222,10 +220,8 @@ def _report(
             "broadcast_bytes": c.get("broadcast_bytes"),
             "files": len(loaded.ref.files),
         },
-        "seconds": {**r.stages.seconds, "total": round(time.time() - started, 3)},
-        "memory": asdict(inp.batches),
-        "resumed_stages": r.work.resumed,
     }
+    return envelope(r, started, inp, "decontaminate", counted(c, COUNTS, _SHOWN_ELSEWHERE), sections)
 
 
 def summary(output: str, report: dict[str, Any]) -> str:

@@ -1,7 +1,7 @@
-"""The deduplication pipeline, top to bottom (`run` is the list):
+"""`neardup dedup`: the deduplication job, top to bottom (`run` is the list):
 
     read -> sign (normalize, hash, MinHash, band keys: the one pass over the text)
-         -> exact copies -> LSH candidates -> verify -> components
+         -> exact copies -> LSH candidates -> verify -> components -> further stars
          -> survivors -> over-merge guard -> write -> check
          -> report (figures for report.html) -> publish
 
@@ -11,13 +11,11 @@ batch and the indexed documents, and verification, components, survivors (indexe
 first) and the guard (indexed documents never removed) take them in; the outputs hold the
 batch's rows only (stages/against.py, runtime/indexstore.py).
 
-Each stage is one call that returns its result and its counts; the Spark work lives in
-`neardup.stages`, the math in `neardup.kernels`. Everything is written under a staging
-directory beside the output (`<output>.neardup-staging`) and moved into place only after
-the job's own checks pass; `_SUCCESS` is written last. A crash at any point leaves the
-previous output (or none) and a staging directory, never output that looks complete.
-Stages whose results are kept under `_work/` (signatures, candidates, edges) are reused
-by a rerun with the same fingerprint (`fingerprints`).
+Each stage is one call that takes the values earlier stages returned and returns its own
+with its counts; the run's context (harness.py) holds nothing of dedup's. The Spark work
+lives in `neardup.stages`, the math in `neardup.kernels`. Stages whose results are kept
+under `_work/` (signatures, candidates, edges, stars) are reused by a rerun with the same
+fingerprint (`fingerprints`).
 
 `sample` is what `neardup tune --input` runs instead: the same read and checks, then a
 sample of the documents brought to the driver.
@@ -25,44 +23,43 @@ sample of the documents brought to the driver.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
-import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-from pyspark import InheritableThread, StorageLevel
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from neardup import __version__
 from neardup import columns as C
 from neardup.config import Config
-from neardup.errors import UsageError
+from neardup.harness import (
+    Counts,
+    Paths,
+    ReadResult,
+    Result,
+    RunContext,
+    broadcastable,
+    counted,
+    envelope,
+    open_input,
+    opened_run,
+    plan_memory,
+    publish,
+    read_stage,
+)
 from neardup.kernels.bands import s_curve
 from neardup.kernels.signatures import SignParams
 from neardup.report import check_renderer
 from neardup.report.summary import Summary
-from neardup.runtime.fs import FileSystem
 from neardup.runtime.indexstore import check_id_type
-from neardup.runtime.jobgroups import JobGroups, count
-from neardup.runtime.memory import BatchSizes, human, slot_share
-from neardup.runtime.session import heap_and_slots
-from neardup.runtime.sizing import (
-    InputProfile,
-    batch_settings,
-    measured_profile,
-    parquet_profile,
-    plan_batches,
-    writer_options,
-)
+from neardup.runtime.jobgroups import count
+from neardup.runtime.memory import human
+from neardup.runtime.sizing import batch_settings, writer_options
 from neardup.runtime.stagelog import StageLog
-from neardup.runtime.workdir import WorkDir, fingerprint, input_fingerprint, read_parquet
+from neardup.runtime.workdir import fingerprint, read_parquet
 from neardup.stages.against import (
     OpenIndex,
     cross_edges,
@@ -76,64 +73,55 @@ from neardup.stages.candidates import STAR_EDGES, Candidates, band_rows, candida
 from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
 from neardup.stages.exact import exact_groups, group_exact
-from neardup.stages.guard import GuardStats, guard_clusters
-from neardup.stages.read import (
-    CORRUPT,
-    Input,
-    RowCheck,
-    check_columns,
-    check_rows,
-    documents,
-    malformed_lines,
-    read_input,
-)
+from neardup.stages.guard import guard_clusters
+from neardup.stages.membership import assign_members, cluster_sizes, clustered_figures
+from neardup.stages.read import documents
 from neardup.stages.report_figures import gather
 from neardup.stages.sign import sign_documents, sign_params
 from neardup.stages.skew import split_threshold
 from neardup.stages.stars import RULE as STAR_ROUNDS_RULE
 from neardup.stages.stars import further_stars, relabel
-from neardup.stages.survivors import assign_members, choose_survivors, cluster_sizes, clustered_figures
+from neardup.stages.survivors import choose_survivors
 from neardup.stages.tune_sample import Sample, draw_sample
 from neardup.stages.verify import endpoint_texts, verify_pairs
-from neardup.stages.warmup import warm_up
 from neardup.stages.write import write_outputs
 
 log = logging.getLogger("neardup")
 
-T = TypeVar("T")
-Counts = dict[str, Any]
-
-# Up to this many rows are broadcast to the tasks that join against them; past it a
-# shuffle join is cheaper than shipping the frame to every task. Every broadcast-or-
-# shuffle decision of the job is `broadcastable(bound)`, with `bound` an upper bound on
-# the rows of the frame that would be broadcast.
-BROADCAST_ROWS = 2_000_000
-
-
-def broadcastable(bound: int) -> bool:
-    return bound <= BROADCAST_ROWS
-
-
-@dataclass(frozen=True)
-class Result:
-    output: str
-    report: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Paths:
-    output: str
-    staging: str
-
-    @property
-    def work(self) -> str:
-        return f"{self.staging}/_work"
-
-    def staged(self, name: str) -> str:
-        return f"{self.staging}/{name}"
-
-    def final(self, name: str) -> str:
-        return f"{self.output}/{name}"
+# report.json's counts, in order; the counts of stages that other sections show are named in
+# _SHOWN_ELSEWHERE, and any other count a stage makes is added after these (harness.counted).
+COUNTS = (
+    "input",
+    "malformed",
+    "rejected",
+    "exact_duplicates",
+    "signed",
+    "candidate_pairs",
+    "verified_pairs",
+    "clustered",
+    "clusters",
+    "largest_cluster",
+    "near_duplicates",
+    "unique",
+    "kept",
+    "matched_index",
+)
+_SHOWN_ELSEWHERE = (
+    "components_backend",
+    "components_iterations",
+    "star_edges",
+    "star_rounds",
+    "star_pairs",
+    "star_verified_pairs",
+    "stars_split",
+    "guard_rounds",
+    "clusters_split",
+    "documents_rehomed",
+    "index_documents",
+    "index_segments",
+    "index_candidate_pairs",
+    "index_candidates",
+)
 
 
 @dataclass(frozen=True)
@@ -187,58 +175,6 @@ def fingerprints(
     return Fingerprints(sign, candidates, edges, stars, against)
 
 
-@dataclass
-class RunContext:
-    """One run's context: session, config, paths, the work directory, the stage log, and
-    the frames cached along the way (unpersisted at the end)."""
-
-    spark: SparkSession
-    cfg: Config
-    input_path: str
-    paths: Paths
-    fs: FileSystem
-    work: WorkDir
-    stages: StageLog
-    run_id: str
-    settings: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
-    cached: list[DataFrame] = field(default_factory=list)
-    warm: threading.Thread | None = None  # the Python warm-up (_warm_python), if one runs
-    guard: dict[str, Any] | None = None  # the guard's figures, for report.json
-    index: OpenIndex | None = None  # dedup --against
-    against: _Against | None = None  # what the against stage found
-
-    def stage(self, name: str, about: str, fn: Callable[..., tuple[T, Counts]], *args: Any) -> T:
-        """Run one stage: time it, log and keep its counts, return its result. `about` is
-        its size as known when it starts, for its Spark jobs' description."""
-        with self.stages.stage(name, about) as counts:
-            result, found = fn(self, *args)
-            counts.update(found)
-        return result
-
-    def keep(self, df: DataFrame, level: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> DataFrame:
-        self.cached.append(df.persist(level))
-        return self.cached[-1]
-
-    def release(self, df: DataFrame) -> None:
-        """Unpersist a kept frame once its last reader is done (its memory or disk goes back
-        to the stages after). A frame built on it and kept since stays cached."""
-        df.unpersist()
-        self.cached = [c for c in self.cached if c is not df]
-
-    def warmed(self) -> None:
-        """Wait for the Python warm-up, if one runs."""
-        if self.warm is not None:
-            self.warm.join()
-
-    def close(self) -> None:
-        self.warmed()
-        self.settings.close()
-        for df in self.cached:
-            # After a JVM death this fails too; the original error is the one to report.
-            with contextlib.suppress(Exception):
-                df.unpersist()
-
-
 def run(spark: SparkSession, cfg: Config, input_path: str, output: str, against: str | None = None) -> Result:
     """Run the whole job; returns the report also written to report.json. `against`: an
     index (neardup index build) to deduplicate the input against as well."""
@@ -248,32 +184,35 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str, against:
     # An index built with other parameters is refused before any work.
     index = open_index(spark, against, sign_params(cfg), cfg.verify.method) if against else None
     with opened_run(spark, cfg, input_path, output) as r:
-        r.index = index
         inp = r.stage("read", input_path, read_stage)
+        digest = index.manifest.digest(index.store.path) if index is not None else None
+        fps = fingerprints(cfg, inp.params, inp.files, inp.table, digest)
         if index is not None:
-            r.stage("index", index.shown, _check_index, inp)
-        signed = r.stage("sign", count(inp.rows - inp.malformed_rows, "documents"), _sign, inp)
+            r.stage("index", index.shown, _check_index, inp, index)
+        signed = r.stage("sign", count(inp.rows - inp.malformed_rows, "documents"), _sign, inp, fps)
         exact = r.stage("exact", count(signed.signed, "signed"), _exact, signed)
-        reps = count(signed.signed - exact.copies, "representatives")
-        candidates = r.stage("candidates", reps, _candidates, inp, signed, exact)
+        n_reps = signed.signed - exact.copies
+        reps = count(n_reps, "representatives")
+        candidates = r.stage("candidates", reps, _candidates, fps, signed, exact)
+        found: _Against | None = None
         if index is not None:
             indexed = count(index.manifest.documents, "indexed")
-            n_reps = signed.signed - exact.copies
-            r.against = r.stage("against", f"{reps} x {indexed}", _against, inp, exact, n_reps)
-        pairs = candidates.rows + (r.against.edges.rows if r.against else 0)
-        edges = r.stage("verify", count(pairs, "candidates"), _verify, inp, signed, candidates)
+            found = r.stage("against", f"{reps} x {indexed}", _against, fps, index, exact, n_reps)
+        scoring = _Scoring(inp, signed, cfg.verify.method, found)
+        pairs = candidates.rows + (found.edges.rows if found else 0)
+        edges = r.stage("verify", count(pairs, "candidates"), _verify, fps, scoring, candidates)
         components = r.stage("components", count(edges.rows, "edges"), _components, edges)
         stars = count(candidates.stars, "star edges")
-        edges, components = r.stage("stars", stars, _stars, inp, signed, candidates, edges, components)
-        chosen = r.stage("survivors", count(edges.rows, "edges"), _survivors, exact, edges, components)
-        guarded = r.stage("guard", count(chosen.rows, "clustered"), _guard, inp, signed, exact, edges, chosen)
+        edges, components = r.stage("stars", stars, _stars, fps, scoring, candidates, edges, components)
+        chosen = r.stage("survivors", count(edges.rows, "edges"), _survivors, exact, edges, components, found)
+        guarded = r.stage("guard", count(chosen.rows, "clustered"), _guard, scoring, exact, edges, chosen)
         written = f"{guarded.kept:,} kept / {signed.signed - guarded.kept:,} removed"
-        staged = r.stage("write", written, _write, inp, exact, edges, guarded)
-        statuses = r.stage("check", count(inp.rows, "rows"), _check, inp, staged)
+        staged = r.stage("write", written, _write, inp, exact, edges, guarded, found)
+        statuses = r.stage("check", count(inp.rows, "rows"), _check, inp, staged, index)
         if cfg.report.html:
             about = f"{count(inp.rows, 'rows')}, {count(edges.rows, 'edges')}"
             summary = r.stage("report", about, _gather_report, inp, edges, staged, statuses)
-    report = _report(r, started, inp)
+    report = _report(r, started, inp, index, guarded)
     files = {"report.html": _render_html(report, summary)} if summary is not None else {}
     publish(r.fs, r.paths, report, files)
     return Result(r.paths.output, report)
@@ -301,127 +240,17 @@ def sample(spark: SparkSession, cfg: Config, input_path: str, size: int, max_byt
 
 
 @dataclass(frozen=True)
-class ReadResult:
-    source: DataFrame  # the input rows with an id, every column as read
-    docs: DataFrame  # (_id, _text, _rank)
-    rows: int  # every input row, malformed lines included
-    batches: BatchSizes
-    params: SignParams
-    fps: Fingerprints
-    malformed: DataFrame | None = None  # (_file, _line, _raw) with input.malformed: reject
-    malformed_rows: int = 0
-
-
-@dataclass(frozen=True)
-class Opened:
-    """The input as read and checked, and its sizes (what `dedup` and `tune` both start from)."""
-
-    inp: Input
-    check: RowCheck
-    files: list[str]
-    profile: InputProfile | None
-
-    @property
-    def source(self) -> DataFrame:
-        """The input rows with an id, every column as read (malformed lines left out)."""
-        df = self.inp.df
-        return df.filter(F.col(CORRUPT).isNull()).drop(CORRUPT) if CORRUPT in df.columns else df
-
-
-def open_input(spark: SparkSession, cfg: Config, input_path: str) -> Opened:
-    """Read the input and check its columns and rows; profile its bytes per row."""
-    inp = read_input(spark, input_path, cfg)
-    check_columns(inp, cfg)
-    row_check = check_rows(inp, cfg, measure_text=inp.format != "parquet")
-    files = sorted(inp.df.inputFiles()) if inp.format != "table" else []
-    profile: InputProfile | None
-    if inp.format == "parquet":
-        profile = parquet_profile(spark, files, cfg.input.text_col)
-    else:
-        profile = measured_profile(row_check.rows, row_check.text_bytes or 0, row_check.largest_text or 0)
-    return Opened(inp, row_check, files, profile)
-
-
-def read_stage(r: RunContext) -> tuple[ReadResult, Counts]:
-    """Read and check the input, size the batches from it, fingerprint the run."""
-    _warm_python(r)
-    opened = open_input(r.spark, r.cfg, r.input_path)
-    inp, row_check = opened.inp, opened.check
-    batches = plan_memory(r.spark, r.cfg, opened.profile)
-    r.settings.enter_context(batch_settings(r.spark, batches, r.cfg.spark))
-    r.work.writer_options = writer_options(batches, None)
-    malformed = None
-    if CORRUPT in inp.df.columns and row_check.malformed:
-        malformed = r.keep(malformed_lines(r.spark, inp.df))
-    params = sign_params(r.cfg)
-    table = r.input_path if inp.format == "table" else None
-    index = r.index.manifest.digest(r.index.store.path) if r.index is not None else None
-    fps = fingerprints(r.cfg, params, input_fingerprint(r.spark, opened.files), table, index)
-    rows = row_check.rows + row_check.malformed
-    source = opened.source
-    docs = documents(source, r.cfg)
-    read = ReadResult(source, docs, rows, batches, params, fps, malformed, row_check.malformed)
-    counts = {"input": rows, "malformed": row_check.malformed} if row_check.malformed else {"input": rows}
-    return read, counts
-
-
-def _warm_python(r: RunContext) -> None:
-    """Local mode: start a Python worker and load the kernels in it (`warm_up`), in a
-    thread of the read stage's job group, while the input is read. Signing waits for it,
-    so its first task takes that worker instead of starting a second one beside it: with a
-    warm-up of W seconds and a read of R, signing starts after max(R, W) where it would
-    otherwise start after R and spend about W starting its worker. (On a cluster one warm
-    worker on one executor would help no one.)"""
-    if not str(r.spark.sparkContext.master).startswith("local"):
-        return
-    job = warm_up(r.spark, sign_params(r.cfg), r.cfg.verify.method == "signature", r.cfg.verify.method)
-
-    def collect() -> None:
-        # A failure here (a worker that cannot import the kernels) is the signing stage's
-        # to report, with its own error handling.
-        with contextlib.suppress(Exception):
-            job.collect()
-
-    r.warm = InheritableThread(target=collect, daemon=True)
-    r.warm.start()
-
-
-def plan_memory(spark: SparkSession, cfg: Config, profile: InputProfile | None) -> BatchSizes:
-    """Batch sizes from the input's bytes per row and the heap; logs both."""
-    sizes = plan_batches(spark, profile, cfg.batch_bytes)
-    heap, slots, where = heap_and_slots(spark)
-    log.info(
-        "memory: %s heap %s for %d task slot(s); %s; %s",
-        where,
-        human(heap),
-        slots,
-        profile.describe() if profile else "input sizes unknown",
-        sizes.describe(),
-    )
-    share = slot_share(heap, slots)
-    if profile is not None and profile.largest_chunk and profile.largest_chunk > share // 2:
-        log.warning(
-            "the input's largest Parquet row group holds %s of compressed text, which the reader "
-            "keeps in memory whole, against %s of heap per task slot: if the run fails for memory, "
-            "give it more or rewrite the input with smaller row groups",
-            human(profile.largest_chunk),
-            human(share),
-        )
-    return sizes
-
-
-@dataclass(frozen=True)
 class _Signed:
     frame: DataFrame  # sign_documents' output, read back from _work/
     rejected: int
     signed: int  # rows with a signature (not rejected)
 
 
-def _sign(r: RunContext, inp: ReadResult) -> tuple[_Signed, Counts]:
+def _sign(r: RunContext, inp: ReadResult, fps: Fingerprints) -> tuple[_Signed, Counts]:
     r.warmed()
     keep_sigs = r.cfg.verify.method == "signature"
     signed = r.work.materialize(
-        "signatures", inp.fps.signatures, lambda: sign_documents(inp.docs, inp.params, keep_sigs)
+        "signatures", fps.signatures, lambda: sign_documents(inp.docs, inp.params, keep_sigs)
     )
     totals = signed.agg(F.count(F.lit(1)).alias("rows"), F.count(C.REASON).alias("rejected")).first()
     assert totals is not None
@@ -470,7 +299,9 @@ class _Candidates(_Edges):
     stars: int = 0
 
 
-def _candidates(r: RunContext, inp: ReadResult, signed: _Signed, exact: _Exact) -> tuple[_Candidates, Counts]:
+def _candidates(
+    r: RunContext, fps: Fingerprints, signed: _Signed, exact: _Exact
+) -> tuple[_Candidates, Counts]:
     cap = r.cfg.lsh.all_pairs_up_to
     # The window moves a row per representative and band.
     rows = (signed.signed - exact.copies) * r.cfg.bands
@@ -491,8 +322,8 @@ def _candidates(r: RunContext, inp: ReadResult, signed: _Signed, exact: _Exact) 
             built.append(candidate_edges(exact.reps, cap, over, keep))
         return built[0]
 
-    candidates = r.work.materialize("candidates", inp.fps.candidates, lambda: build().edges)
-    stars = r.work.materialize("star_edges", inp.fps.candidates, lambda: build().stars)
+    candidates = r.work.materialize("candidates", fps.candidates, lambda: build().edges)
+    stars = r.work.materialize("star_edges", fps.candidates, lambda: build().stars)
     for df in kept:
         r.release(df)
     n, n_stars = candidates.count(), stars.count()
@@ -502,11 +333,9 @@ def _candidates(r: RunContext, inp: ReadResult, signed: _Signed, exact: _Exact) 
     }
 
 
-def _check_index(r: RunContext, inp: ReadResult) -> tuple[None, Counts]:
+def _check_index(r: RunContext, inp: ReadResult, index: OpenIndex) -> tuple[None, Counts]:
     """The batch's ids against the index's: of the same type, and none of them indexed
     already (an indexed document is never deduplicated again, and ids name one document)."""
-    index = r.index
-    assert index is not None
     id_type = next(f.dataType for f in inp.docs.schema.fields if f.name == C.DOC_ID)
     check_id_type(index.manifest, id_type.simpleString(), index.shown, f"input {r.input_path}")
     ours = inp.docs.select(C.DOC_ID)
@@ -514,19 +343,22 @@ def _check_index(r: RunContext, inp: ReadResult) -> tuple[None, Counts]:
     return None, {"index_documents": index.manifest.documents, "index_segments": len(index.manifest.segments)}
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Against:
+    index: OpenIndex
     edges: _Edges  # (src, dst, _index_id) between batch representatives and indexed documents
     nodes: DataFrame  # (_id): the indexed documents among them, the only ones verification reads
     n_nodes: int
-    # Their texts (exact) or signatures (signature), read once for verify and the guard.
-    sources: DataFrame | None = None
+    # Their texts (exact) or signatures (signature), read once (lazily, when first scored
+    # from) for verify and the guard; None with verify.method none.
+    sources: DataFrame | None
 
 
-def _against(r: RunContext, inp: ReadResult, exact: _Exact, n_reps: int) -> tuple[_Against, Counts]:
+def _against(
+    r: RunContext, fps: Fingerprints, index: OpenIndex, exact: _Exact, n_reps: int
+) -> tuple[_Against, Counts]:
     """Candidates between the batch's representatives and the indexed documents."""
-    index = r.index
-    assert index is not None and inp.fps.against is not None
+    assert fps.against is not None
     rows = band_rows(exact.reps)
 
     def build() -> DataFrame:
@@ -535,19 +367,49 @@ def _against(r: RunContext, inp: ReadResult, exact: _Exact, n_reps: int) -> tupl
         n_shared = shared.count()
         return cross_edges(shared, index.docs, rows, r.cfg.lsh.all_pairs_up_to, broadcastable(n_shared))
 
-    edges = r.work.materialize("against", inp.fps.against, build)
+    edges = r.work.materialize("against", fps.against, build)
     n = edges.count()
     nodes = r.keep(edges.select(F.col(C.INDEX_ID).alias(C.DOC_ID)).distinct())
     n_nodes = nodes.count()
+    method = r.cfg.verify.method
+    sources = None
+    if method != "none":
+        read = indexed_texts if method == "exact" else indexed_signatures
+        # Texts on disk, as the candidates' own (_verify); signatures are small. Persisting
+        # is lazy: nothing is read until verification scores from them.
+        level = StorageLevel.DISK_ONLY if method == "exact" else StorageLevel.MEMORY_AND_DISK
+        sources = r.keep(read(r.spark, index, nodes, broadcastable(n_nodes)), level)
     counts = {"index_candidate_pairs": n, "index_candidates": n_nodes}
-    return _Against(_Edges(edges, n), nodes, n_nodes), counts
+    return _Against(index, _Edges(edges, n), nodes, n_nodes, sources), counts
 
 
-def _verify(r: RunContext, inp: ReadResult, signed: _Signed, candidates: _Edges) -> tuple[_Edges, Counts]:
+@dataclass(frozen=True)
+class _Scoring:
+    """What verification and the guard score pairs from: the batch's texts and signed rows,
+    and with --against those of the indexed documents among the candidates (and of no
+    other)."""
+
+    inp: ReadResult
+    signed: _Signed
+    method: str  # verify.method
+    against: _Against | None
+
+    def sources(self) -> tuple[DataFrame, DataFrame]:
+        """(texts, signed rows)."""
+        docs, sigs = self.inp.docs, self.signed.frame
+        indexed = self.against.sources if self.against is not None else None
+        if indexed is None:
+            return docs, sigs
+        if self.method == "exact":
+            return docs.select(C.DOC_ID, C.TEXT).unionByName(indexed), sigs
+        return docs, sigs.select(C.DOC_ID, C.SIG).unionByName(indexed)
+
+
+def _verify(r: RunContext, fps: Fingerprints, scoring: _Scoring, candidates: _Edges) -> tuple[_Edges, Counts]:
     pairs, n = candidates.frame, candidates.rows
-    if r.against is not None:
-        pairs = pairs.unionByName(r.against.edges.frame.select(C.SRC, C.DST))
-        n += r.against.edges.rows
+    if scoring.against is not None:
+        pairs = pairs.unionByName(scoring.against.edges.frame.select(C.SRC, C.DST))
+        n += scoring.against.edges.rows
     texts = None
     if r.cfg.verify.method == "exact":
         # Kept (lazily: a resumed verify leaves it to the guard to compute, if it scores), on
@@ -557,47 +419,31 @@ def _verify(r: RunContext, inp: ReadResult, signed: _Signed, candidates: _Edges)
         # tests/e2e/test_memory.py ran out of a 1 GB heap in write). Every end of a further
         # star's edge (stages/stars.py) is an end of a candidate: each member of a star keeps
         # an edge to a centre, and each centre one to a member.
-        docs, _ = _sources(r, inp, signed)
+        docs, _ = scoring.sources()
         texts = r.keep(endpoint_texts(pairs, docs, broadcastable(2 * n)), StorageLevel.DISK_ONLY)
-    edges = r.work.materialize("edges", inp.fps.edges, lambda: _verified(r, inp, signed, pairs, n, texts))
+    edges = r.work.materialize("edges", fps.edges, lambda: _verified(r, scoring, pairs, n, texts))
     n = edges.count()
     return _Edges(edges, n, texts), {"verified_pairs": n}
 
 
 def _verified(
-    r: RunContext, inp: ReadResult, signed: _Signed, pairs: DataFrame, n: int, texts: DataFrame | None
+    r: RunContext, scoring: _Scoring, pairs: DataFrame, n: int, texts: DataFrame | None
 ) -> DataFrame:
     """`pairs` (at most `n`) scored, those at the threshold kept; from `texts`, the kept
     texts of the candidates' ends, where exact verification has them."""
-    docs, sigs = _sources(r, inp, signed)
+    docs, sigs = scoring.sources()
     # The group memberships and the ends: at most two per candidate.
     split = split_threshold(r.spark, r.cfg.verify.split_stars_over, 2 * n)
     return verify_pairs(
         pairs,
         sigs,
         texts if texts is not None else docs,
-        inp.params,
+        scoring.inp.params,
         r.cfg.verify.method,
         r.cfg.verify_threshold,
         broadcast_ends=broadcastable(2 * n),
         split_over=split,
     )
-
-
-def _sources(r: RunContext, inp: ReadResult, signed: _Signed) -> tuple[DataFrame, DataFrame]:
-    """(texts, signed rows) that verification and the guard score from: the batch's, and with
-    --against those of the indexed documents among the candidates (and of no other)."""
-    against, method = r.against, r.cfg.verify.method
-    if against is None or r.index is None or method == "none":
-        return inp.docs, signed.frame
-    if against.sources is None:
-        read = indexed_texts if method == "exact" else indexed_signatures
-        # Texts on disk, as the candidates' own (_verify); signatures are small.
-        level = StorageLevel.DISK_ONLY if method == "exact" else StorageLevel.MEMORY_AND_DISK
-        against.sources = r.keep(read(r.spark, r.index, against.nodes, broadcastable(against.n_nodes)), level)
-    if method == "exact":
-        return inp.docs.select(C.DOC_ID, C.TEXT).unionByName(against.sources), signed.frame
-    return inp.docs, signed.frame.select(C.DOC_ID, C.SIG).unionByName(against.sources)
 
 
 def _components(r: RunContext, edges: _Edges) -> tuple[DataFrame, Counts]:
@@ -619,8 +465,8 @@ def _labels(r: RunContext, edges: DataFrame, bound: int) -> tuple[DataFrame, dic
 
 def _stars(
     r: RunContext,
-    inp: ReadResult,
-    signed: _Signed,
+    fps: Fingerprints,
+    scoring: _Scoring,
     candidates: _Candidates,
     edges: _Edges,
     components: DataFrame,
@@ -637,7 +483,7 @@ def _stars(
         found = further_stars(
             stars,
             components,
-            verify=lambda pairs, n: _verified(r, inp, signed, pairs, n, edges.texts),
+            verify=lambda pairs, n: _verified(r, scoring, pairs, n, edges.texts),
             components=lambda graph, n: _labels(r, graph, n)[0],
             max_rounds=r.cfg.lsh.star_rounds,
             all_up_to=r.cfg.lsh.all_pairs_up_to,
@@ -646,7 +492,7 @@ def _stars(
         figures.update(star_rounds=found.rounds, star_pairs=found.pairs, stars_split=found.split)
         return found.edges
 
-    more = r.work.materialize("stars", inp.fps.stars, build)
+    more = r.work.materialize("stars", fps.stars, build)
     n = more.count()
     figures["star_verified_pairs"] = n
     if n == 0:
@@ -661,26 +507,31 @@ class _Chosen:
     frame: DataFrame  # (_id, _kept_id): every representative in a cluster
     rows: int
     largest: int  # the largest cluster, in documents (the guard's "before")
+    nodes: DataFrame  # what a survivor is chosen among (_nodes), for the guard's rounds
+    against: _Against | None
 
 
-def _survivors(r: RunContext, exact: _Exact, edges: _Edges, components: DataFrame) -> tuple[_Chosen, Counts]:
+def _survivors(
+    r: RunContext, exact: _Exact, edges: _Edges, components: DataFrame, against: _Against | None
+) -> tuple[_Chosen, Counts]:
     # choose_survivors broadcasts the component nodes: at most two per verified edge.
     small = broadcastable(2 * edges.rows)
-    chosen = r.keep(choose_survivors(_reps(r, exact), components, r.cfg, small, r.against is not None))
+    nodes = _nodes(exact, against)
+    chosen = r.keep(choose_survivors(nodes, components, r.cfg, small, against is not None))
     n, largest = clustered_figures(chosen, exact.groups)
-    return _Chosen(chosen, n, largest), {"clustered": n}
+    return _Chosen(chosen, n, largest, nodes, against), {"clustered": n}
 
 
-def _reps(r: RunContext, exact: _Exact) -> DataFrame:
+def _nodes(exact: _Exact, against: _Against | None) -> DataFrame:
     """The nodes a survivor is chosen among: the exact groups' representatives, and with
     --against the indexed documents among the candidates (`_from_index`, which leads the
     survivor order; they have no length or policy column)."""
     reps = exact.members.filter(F.col(C.REP) == F.col(C.DOC_ID))
-    if r.against is None:
+    if against is None:
         return reps
     types = {f.name: f.dataType for f in reps.schema.fields}
     # Every policy column null (ranked last), whatever the policy carries.
-    indexed = r.against.nodes.select(
+    indexed = against.nodes.select(
         C.DOC_ID,
         F.col(C.DOC_ID).alias(C.REP),
         *[F.lit(None).cast(t).alias(name) for name, t in types.items() if name not in (C.DOC_ID, C.REP)],
@@ -694,14 +545,16 @@ class _Guarded:
     frame: DataFrame  # (_id, _kept_id, similarity): every representative in a cluster
     sizes: DataFrame  # (_kept_id, _size): cluster sizes, members counted
     kept: int  # documents kept (signed ones)
+    figures: dict[str, Any] = field(default_factory=dict)  # report.json's guard section
 
 
 def _guard(
-    r: RunContext, inp: ReadResult, signed: _Signed, exact: _Exact, edges: _Edges, chosen: _Chosen
+    r: RunContext, scoring: _Scoring, exact: _Exact, edges: _Edges, chosen: _Chosen
 ) -> tuple[_Guarded, Counts]:
     """The over-merge guard, on representatives only; cluster sizes are summed from them
     and the exact groups, so the members are not read here (they join once, in write)."""
     cfg = r.cfg
+    against = chosen.against
     small = broadcastable(2 * edges.rows)
     # A round scores at most one pair per clustered representative: a bound, which the
     # scoring's sample lowers to the pairs there are. Its pairs are grouped by kept document,
@@ -712,13 +565,13 @@ def _guard(
         r.spark, cfg.verify.split_stars_over, 2 * edges.rows, largest=chosen.largest
     )
     started = time.time()
-    stats: GuardStats | None = None
-    prefer = r.against is not None
+    stats = None
+    prefer = against is not None
     # No similarities to score with; but indexed documents, never removed, still need the rounds.
     if cfg.verify.method == "none" and not prefer:
         guarded = chosen.frame.withColumn(C.SIMILARITY, F.lit(None).cast("double"))
     else:
-        docs, sigs = _sources(r, inp, signed)
+        docs, sigs = scoring.sources()
         # Every pair the guard scores joins two documents of verified edges, whose texts
         # exact verification kept.
         texts = edges.texts if edges.texts is not None else docs
@@ -727,7 +580,7 @@ def _guard(
             # Every pair, whatever its score: threshold 0. The pairs are kept: the sample
             # that looks for large stars and the scoring both read them.
             return verify_pairs(
-                r.keep(pairs), sigs, texts, inp.params, cfg.verify.method, 0.0, small, split_stars
+                r.keep(pairs), sigs, texts, scoring.inp.params, cfg.verify.method, 0.0, small, split_stars
             )
 
         def regroup(own_edges: DataFrame) -> DataFrame:
@@ -745,13 +598,13 @@ def _guard(
             chosen.frame,
             edges.frame,
             score=score,
-            choose=lambda comps: choose_survivors(_reps(r, exact), comps, cfg, small, prefer),
+            choose=lambda comps: choose_survivors(chosen.nodes, comps, cfg, small, prefer),
             components=regroup,
             keep=r.keep,
             threshold=cfg.guard_threshold,
             max_rounds=cfg.guard.max_rounds,
-            pinned=r.against.nodes if r.against is not None else None,
-            small_pinned=r.against is not None and broadcastable(r.against.n_nodes),
+            pinned=against.nodes if against is not None else None,
+            small_pinned=against is not None and broadcastable(against.n_nodes),
             nearest_below=cfg.verify_threshold,
         )
     # Kept before the sizes are summed from it: write reads it again.
@@ -760,18 +613,19 @@ def _guard(
     # Fills guarded and sizes, so the texts the rounds scored from are read no more (nor by
     # any later stage: `edges.texts` is not read after this).
     after = _size_figures(sizes)
-    for scored_from in (edges.texts, r.against.sources if r.against is not None else None):
+    for scored_from in (edges.texts, against.sources if against is not None else None):
         if scored_from is not None:
             r.release(scored_from)
-    kept = signed.signed - after["removed"]
+    kept = scoring.signed.signed - after["removed"]
     counts: Counts = {"clusters": after["clusters"], "largest_cluster": after["largest"]}
+    figures: dict[str, Any] = {"enabled": False, "reason": "verify.method none keeps no similarities"}
     if stats is not None:
         counts.update(
             guard_rounds=stats.rounds,
             clusters_split=stats.clusters_split,
             documents_rehomed=stats.documents_rehomed,
         )
-        r.guard = {
+        figures = {
             "enabled": cfg.guard_threshold is not None,
             "threshold": cfg.guard_threshold,
             "rounds": stats.rounds,
@@ -785,7 +639,7 @@ def _guard(
             "largest_cluster_after": after["largest"],
             "seconds": round(time.time() - started, 3),
         }
-    return _Guarded(guarded, sizes, kept), counts
+    return _Guarded(guarded, sizes, kept, figures), counts
 
 
 def _size_figures(sizes: DataFrame) -> dict[str, int]:
@@ -806,7 +660,7 @@ def _size_figures(sizes: DataFrame) -> dict[str, int]:
 
 
 def _write(
-    r: RunContext, inp: ReadResult, exact: _Exact, edges: _Edges, guarded: _Guarded
+    r: RunContext, inp: ReadResult, exact: _Exact, edges: _Edges, guarded: _Guarded, against: _Against | None
 ) -> tuple[Staged, Counts]:
     # What assign_members broadcasts: a row per clustered representative (at most two per
     # verified edge) and a row per cluster or exact group with removed members.
@@ -822,8 +676,8 @@ def _write(
         broadcast_dropped=broadcastable(inp.rows - guarded.kept),
         broadcast_rejected=broadcastable(exact.rejected_rows),
         malformed=inp.malformed,
-        matched=r.against.nodes if r.against is not None else None,
-        broadcast_matched=r.against is not None and broadcastable(r.against.n_nodes),
+        matched=against.nodes if against is not None else None,
+        broadcast_matched=against is not None and broadcastable(against.n_nodes),
         any_rejected=exact.rejected_rows > 0,
     )
     return Staged(r.spark, r.paths, schemas), {}
@@ -841,7 +695,9 @@ class Staged:
         return read_parquet(self.spark, self.paths.staged(name), self.schemas[name])
 
 
-def _check(r: RunContext, inp: ReadResult, staged: Staged) -> tuple[dict[str, int], Counts]:
+def _check(
+    r: RunContext, inp: ReadResult, staged: Staged, index: OpenIndex | None
+) -> tuple[dict[str, int], Counts]:
     """The outputs' own checks; returns clusters/ rows per status (for the report)."""
     c = check_outputs(
         inp.rows,
@@ -850,7 +706,7 @@ def _check(r: RunContext, inp: ReadResult, staged: Staged) -> tuple[dict[str, in
         staged.read("rejected"),
         inp.malformed_rows,
         r.cfg.guard_threshold,
-        index_ids=r.index.docs.select(C.DOC_ID) if r.index is not None else None,
+        index_ids=index.docs.select(C.DOC_ID) if index is not None else None,
     )
     statuses = {
         C.STATUS_UNIQUE: c["unique"],
@@ -889,74 +745,14 @@ def _render_html(report: dict[str, Any], summary: Summary) -> bytes:
     return page
 
 
-# --- around the stages ------------------------------------------------------------------
+# --- the report -------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def opened_run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Iterator[RunContext]:
-    """Check the paths, clear what a failed run left (but its finished stages), and yield
-    the run's context; its cached frames and session settings are released at the end."""
-    paths, fs = _paths(spark, input_path, output, cfg)
-    if fs.exists(paths.staging):
-        for name in fs.list_names(paths.staging):
-            if name != "_work":
-                fs.delete(paths.staged(name))
-    fs.delete(f"{paths.work}/checkpoints")
-    fs.mkdirs(paths.work)
-    spark.sparkContext.setCheckpointDir(f"{paths.work}/checkpoints")
-    run_id = uuid.uuid4().hex
-    # Each stage's Spark jobs form a group described with the stage's name and size (Spark
-    # UI, REST API, event log, the memory benchmark).
-    groups = JobGroups(spark.sparkContext, run_id)
-    stages = StageLog(groups.start)
-    r = RunContext(spark, cfg, input_path, paths, fs, WorkDir(spark, fs, paths.work), stages, run_id)
-    try:
-        yield r
-    finally:
-        r.close()
-        groups.close()
-
-
-def _paths(spark: SparkSession, input_path: str, output: str, cfg: Config) -> tuple[Paths, FileSystem]:
-    fs = FileSystem.for_path(spark, output)
-    out = fs.qualify(output.rstrip("/"))
-    if cfg.input.format != "table":
-        src = FileSystem.for_path(spark, input_path).qualify(input_path.rstrip("/"))
-        if out == src or out.startswith(src + "/"):
-            raise UsageError(f"output {output} is inside input {input_path}; choose another output path")
-        if src.startswith(out + "/"):
-            raise UsageError(f"input {input_path} is inside output {output}; --overwrite would delete it")
-    if fs.exists(out) and not cfg.output.overwrite:
-        raise UsageError(f"output {output} already exists; pass --overwrite to replace it")
-    return Paths(output=out, staging=f"{out}.neardup-staging"), fs
-
-
-def _report(r: RunContext, started: float, inp: ReadResult) -> dict[str, Any]:
+def _report(
+    r: RunContext, started: float, inp: ReadResult, index: OpenIndex | None, guarded: _Guarded
+) -> dict[str, Any]:
     cfg, c = r.cfg, r.stages.counts
-    return {
-        "neardup_version": __version__,
-        "run_id": r.run_id,
-        "input": r.input_path,
-        "output": r.paths.output,
-        "config": cfg.to_dict(),
-        "counts": {
-            key: c.get(key)
-            for key in (
-                "input",
-                "malformed",
-                "rejected",
-                "exact_duplicates",
-                "signed",
-                "candidate_pairs",
-                "verified_pairs",
-                "clusters",
-                "largest_cluster",
-                "near_duplicates",
-                "unique",
-                "kept",
-                "matched_index",
-            )
-        },
+    sections: dict[str, Any] = {
         "components": {"backend": c.get("components_backend"), "iterations": c.get("components_iterations")},
         # Further centres of split star groups (stages/stars.py); null figures: resumed.
         "stars": {
@@ -966,51 +762,40 @@ def _report(r: RunContext, started: float, inp: ReadResult) -> dict[str, Any]:
             "verified_pairs": c.get("star_verified_pairs"),
             "still_split": c.get("stars_split"),
         },
-        "seconds": {**r.stages.seconds, "total": round(time.time() - started, 3)},
         "bands": {"bands": cfg.bands, "rows": cfg.rows, "s_curve": s_curve(cfg.bands, cfg.rows)},
-        "guard": r.guard or {"enabled": False, "reason": "verify.method none keeps no similarities"},
-        "memory": asdict(inp.batches),
-        "spark": _spark_report(r.spark),
-        "resumed_stages": r.work.resumed,
-        **({"index": _index_report(r)} if r.index is not None else {}),
+        "guard": guarded.figures,
     }
+    if index is not None:
+        m = index.manifest
+        sections["index"] = {
+            "path": index.store.path,
+            "version": m.version,
+            "build_id": m.build_id,
+            "documents": m.documents,
+            "segments": len(m.segments),
+            "candidate_pairs": c.get("index_candidate_pairs"),
+            "candidate_documents": c.get("index_candidates"),
+            "matched": c.get("matched_index"),
+        }
+    return envelope(r, started, inp, "dedup", counted(c, COUNTS, _SHOWN_ELSEWHERE), sections)
 
 
-def _spark_report(spark: SparkSession) -> dict[str, Any]:
-    """The session's master and the settings that shape its shuffles, as the run had them."""
-    partitions = str(spark.conf.get("spark.sql.shuffle.partitions"))
-    return {
-        "version": spark.version,
-        "master": spark.sparkContext.master,
-        # A number, or as given where it is not one (Databricks takes "auto").
-        "shuffle_partitions": int(partitions) if partitions.isdigit() else partitions,
-        "adaptive": str(spark.conf.get("spark.sql.adaptive.enabled")).lower() == "true",
-    }
-
-
-def _index_report(r: RunContext) -> dict[str, Any]:
-    """What report.json says of the index a --against run used."""
-    assert r.index is not None
-    m, c = r.index.manifest, r.stages.counts
-    return {
-        "path": r.index.store.path,
-        "version": m.version,
-        "build_id": m.build_id,
-        "documents": m.documents,
-        "segments": len(m.segments),
-        "candidate_pairs": c.get("index_candidate_pairs"),
-        "candidate_documents": c.get("index_candidates"),
-        "matched": c.get("matched_index"),
-    }
-
-
-def publish(fs: FileSystem, paths: Paths, report: dict[str, Any], files: dict[str, bytes]) -> None:
-    """Write report.json and `files` (report.html) into staging, move the checked staging
-    directory into place; _SUCCESS last."""
-    fs.delete(paths.work)
-    fs.write_bytes(paths.staged("report.json"), (json.dumps(report, indent=2, default=str) + "\n").encode())
-    for name, data in files.items():
-        fs.write_bytes(paths.staged(name), data)
-    fs.delete(paths.output)
-    fs.rename(paths.staging, paths.output)
-    fs.write_bytes(paths.final("_SUCCESS"), b"")
+def summary(output: str, report: dict[str, Any]) -> str:
+    """The lines `neardup dedup` prints when it is done."""
+    c = report["counts"]
+    secs = report["seconds"]["total"]
+    n = c["input"] or 0
+    rate = n / secs if secs else 0.0
+    page = " and report.html (open it in a browser)" if report["config"]["report"]["html"] else ""
+    return (
+        f"neardup: {n:,} documents in {secs:.1f} s ({rate:,.0f} docs/s). "
+        f"Kept {c['kept']:,} ({c['unique']:,} unique, {c['clusters']:,} clusters of duplicates, "
+        f"the largest {c['largest_cluster']:,}); removed {c['near_duplicates']:,} near and "
+        f"{c['exact_duplicates']:,} exact duplicates"
+        f"{f' ({m:,} of them in favour of indexed documents)' if (m := c.get('matched_index')) else ''}; "
+        f"rejected {c['rejected']:,}"
+        f"{f' ({m:,} malformed lines)' if (m := c.get('malformed')) else ''}. "
+        f"Candidates {c['candidate_pairs']:,}, verified {c['verified_pairs']:,}.\n"
+        f"Outputs in {output}: kept/ (the deduplicated corpus), clusters/ (every input id "
+        f"with its cluster and status), rejected/, report.json{page}."
+    )

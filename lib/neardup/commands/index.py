@@ -23,9 +23,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from neardup import columns as C
-from neardup.commands.dedup import broadcastable, open_input, plan_memory
 from neardup.config import Config
 from neardup.errors import InvariantError, UsageError
+from neardup.harness import broadcastable, open_input, plan_memory
 from neardup.runtime.fs import FileSystem
 from neardup.runtime.indexstore import (
     DOCS,
@@ -192,3 +192,16 @@ def _check_segment(spark: SparkSession, where: str, indexed: int, bands: int) ->
         problems.append(f"keys/ holds {n_keys} rows for {indexed} documents x {bands} bands")
     if problems:
         raise InvariantError("index segment check failed: " + "; ".join(problems))
+
+
+def summary(input_path: str, result: IndexResult) -> str:
+    """The line `index build|add` prints: what was indexed, and the index's size against
+    its band keys' raw size (8 bytes a band and 8 an id per document)."""
+    m, seg = result.manifest, result.segment
+    on_disk = human(sum(result.sizes.values()))
+    return (
+        f"neardup: indexed {seg.documents:,} of {seg.input_rows:,} rows of {input_path} in "
+        f"{result.seconds:.1f} s ({seg.input_rows - seg.documents:,} had no text to sign). "
+        f"Index {result.path}, version {m.version}: {m.documents:,} documents in {len(m.segments)} "
+        f"segment(s), {on_disk} on disk; its band keys' raw size is {human(result.raw_key_bytes)}."
+    )

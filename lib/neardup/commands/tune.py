@@ -2,8 +2,8 @@
 and, given a sample of the corpus, the curve measured on it and a test of the two.
 
 No Spark here: `report` builds the plain data `--json` prints, `render` the table. The
-measured part takes the driver-side pairs of `kernels.measure`; `pipeline.sample` draws
-the documents. The math is in `kernels.tune`.
+measured part takes the driver-side pairs of `kernels.measure`; `commands.dedup.sample` draws
+the documents. The math is in `kernels.scurve_fit`.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def theory(cfg: Config) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class SampleInfo:
-    """What was asked of the sample and what it came to (from pipeline.sample)."""
+    """What was asked of the sample and what it came to (from commands.dedup.sample)."""
 
     input: str
     size: int

@@ -1,4 +1,4 @@
-"""LSH band math: the S-curve, the choice of (bands, rows), band keys.
+"""LSH band math: the S-curve and the choice of (bands, rows) (band keys: minhash.py).
 
 Pure numpy; no Spark. A pair of similarity s becomes a candidate with
 probability P(s) = 1 - (1 - s^r)^b. Given a threshold t we pick (b, r) with

@@ -8,4 +8,4 @@ here.
 
 UNITS = ("word", "char")  # shingle units (hashing.shingle_keys)
 METHODS = ("classic", "oph")  # MinHash methods (minhash.signatures)
-DECON_VERIFY = ("exact", "signature")  # decontamination's verification (decon.VERIFY_METHODS)
+DECON_VERIFY = ("exact", "signature")  # decontamination's verification (contamination.VERIFY_METHODS)

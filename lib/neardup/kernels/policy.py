@@ -1,7 +1,8 @@
 """Survivor policy as a sort order: which document of a cluster is kept.
 
 Pure: the order is a list of (column, descending) keys; the Spark stages turn it
-into window orderings. Every order ends with the smallest id, so it is total and
+into the fields of one struct whose minimum is the survivor (stages/survivor_order.py).
+Every order ends with the smallest id, so it is total and
 the survivor never depends on partitioning or on the order rows arrive in.
 Nulls in survivor.column always rank last (never kept over a document with a value).
 

@@ -1,4 +1,6 @@
-"""What to tell the user when Spark's JVM dies or runs out of memory (no Spark here).
+"""What to tell the user when a run fails: Spark's JVM died or ran out of memory, an
+input file could not be read, or anything else, as one line and an exit code (no Spark is
+imported here; the command line prints what `RunFacts.explain` says).
 
 When the local JVM dies, Python sees only a broken socket (`ConnectionRefusedError`
 from py4j); the cause is in the JVM's exit status and its own output. On a cluster an
@@ -12,8 +14,14 @@ from __future__ import annotations
 import re
 import signal
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from neardup.errors import InputDataError, UsageError, stage_of
 from neardup.runtime.memory import GiB, format_size, parse_size
+
+# The command line's exit codes: done, anything else, usage or config, input data, index refused.
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INPUT, EXIT_INDEX = 0, 1, 2, 3, 4
 
 # Spark's exit code for an OutOfMemoryError in a task thread (SparkExitCode.OOM), and
 # the JVM's own with -XX:+ExitOnOutOfMemoryError.
@@ -104,3 +112,108 @@ def task_failure(error_text: str, stage: str | None, local: bool, heap: str | No
             "the Python workers"
         )
     return Diagnosis(f"Spark executors ran out of memory ({kind}){_where(stage)}{tries}; {hint}")
+
+
+def require_pyspark() -> None:
+    """A UsageError with what to install, where pyspark is missing (before anything imports it)."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise UsageError(
+            "pyspark is not installed: pip install 'neardup[spark]' (where Spark is provided, "
+            "as on Databricks or a cluster image, install neardup into that Python instead)"
+        ) from None
+
+
+# How Spark names an input file it could not read. Spark 4 wraps every such failure in
+# FAILED_READ_FILE; Spark 3.5 wraps some ("Details:"), names the file of a column it cannot
+# convert, and lets parquet-mr's own exception for a corrupt footer through unwrapped.
+_READ_FAILURES = (
+    re.compile(r"FAILED_READ_FILE\.\w+\] Encountered error while reading file (\S+?)\.?\s"),
+    re.compile(r"Encountered error while reading file (\S+?)\. Details:"),
+    re.compile(r"Parquet column cannot be converted in file (\S+?)\. Column:"),
+    re.compile(r"RuntimeException: (\S+) is not a Parquet file"),
+)
+_CAUSE = re.compile(r"Caused by: [\w.$]+: (.+)")
+
+
+def input_error_from(e: BaseException) -> InputDataError | None:
+    """A Spark failure caused by an unreadable input file (truncated or corrupt Parquet,
+    a bad gzip stream) -> an input error naming the file, else None."""
+    text = str(e)
+    m = next((m for pattern in _READ_FAILURES if (m := pattern.search(text))), None)
+    if m is None:
+        return None
+    causes = _CAUSE.findall(text)
+    cause = causes[-1].strip() if causes else "unreadable"
+    return InputDataError(f"input file {m.group(1)} cannot be read: {cause[:300]}")
+
+
+def describe(e: BaseException) -> str:
+    """The first meaningful line of an exception, Spark's or Python's."""
+    text = str(e).strip().splitlines()
+    head = text[0] if text else ""
+    return f"{type(e).__name__}: {head[:500]} (rerun with --debug for the traceback)"
+
+
+@dataclass(frozen=True)
+class Told:
+    """What the user reads of a failure, and how the command line ends."""
+
+    message: str
+    exit_code: int
+    discard_log: bool = False  # the line says it all: Spark's log is not kept
+    jvm_died: bool = False  # printed even with --debug, before the traceback
+
+
+class RunFacts:
+    """What explaining a failure needs to know about the session: the JVM process, its log,
+    the heap it was given, and the master."""
+
+    def __init__(self) -> None:
+        self.started: Any = None  # runtime.session.Started, once the session is up
+        self.heap: str | None = None
+        self.log: Path | None = None  # the JVM's log file, if neardup launched it quietly
+
+    def discard_log(self) -> None:
+        """The run ended well, or with an error whose one line says it all."""
+        if self.log is not None:
+            self.log.unlink(missing_ok=True)
+
+    def log_note(self) -> str:
+        return f" (Spark's log: {self.log})" if self.log is not None else ""
+
+    def explain(self, e: BaseException) -> Told:
+        """The one line for an exception that is not one of neardup's own errors."""
+        died = self.jvm_death(e)
+        if died is not None:
+            return Told(died, EXIT_FAILED, jvm_died=True)
+        known = input_error_from(e)
+        if known is not None:
+            return Told(str(known), known.exit_code, discard_log=True)
+        memory = self.memory_failure(e)
+        if memory is not None:
+            return Told(memory, EXIT_FAILED)
+        return Told(describe(e) + self.log_note(), EXIT_FAILED)
+
+    def jvm_death(self, e: BaseException) -> str | None:
+        """The one-line story of a local JVM that died under us, or None if it lives."""
+        try:
+            from neardup.runtime.session import jvm_process
+        except ImportError:  # no pyspark, so no JVM of ours
+            return None
+        proc = jvm_process()
+        if proc is None:
+            return None
+        try:
+            code = proc.wait(timeout=5)
+        except Exception:  # still running: not a JVM death
+            return None
+        path = self.log
+        text = path.read_text(errors="replace") if path is not None and path.exists() else ""
+        return local_jvm_died(code, text, stage_of(e), self.heap).message + self.log_note()
+
+    def memory_failure(self, e: BaseException) -> str | None:
+        local = self.started is None or str(self.started.spark.sparkContext.master).startswith("local")
+        found = task_failure(str(e), stage_of(e), local, self.heap)
+        return found.message + self.log_note() if found is not None else None

@@ -14,7 +14,7 @@ The rule: a task slot's share of the heap is `(heap - 300 MiB) / slots` (Spark k
 (`BATCH_SHARE`), unless `memory.batch_bytes` says otherwise; rows per batch are the batch
 bytes over the input's bytes per row (at least one row: a document larger than a batch
 goes through alone). The constants come from the measurements in `bench/memory.py`
-(README, "Memory").
+(docs/memory.md).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A JVM this module launches (local mode, or a client-mode driver started by
 `neardup` itself) gets a heap sized for the machine unless the user chose one, and,
 unless `--debug`, writes its own output (Spark's log, the Python workers' stderr, the
 JVM's fatal-error lines) to a log file instead of the terminal. The process handle is
-kept, so when the JVM dies the command line can say how (`jvmexit.py`).
+kept, so when the JVM dies the command line can say how (`runtime/failures.py`).
 
 The log files live in a directory of the user's own, `<tmp>/neardup-<user>/`: the command
 line deletes a run's log when the run ends well and names it when it fails; logs older

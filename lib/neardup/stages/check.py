@@ -1,7 +1,8 @@
 """The job's own end-of-run checks, run on the written outputs before publication.
 
 They read back what was written (not the in-memory plan), so a lost or doubled
-write is caught too. Any failure raises InvariantError and nothing is published.
+write is caught too. Any failure raises InvariantError and nothing is published. The
+rules themselves are kernels/output_rules.py's, on the figures summed here.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pyspark.sql import functions as F
 
 from neardup import columns as C
 from neardup.errors import InvariantError
+from neardup.kernels.output_rules import OutputFigures, output_counts, output_problems
 
 _KEY = "_key"
 _ROW = "_row"  # a clusters/ row, counted under its id
@@ -95,47 +97,31 @@ def check_outputs(
     ).first()
     assert stats is not None
     s = {k: int(stats[k] or 0) for k in stats.asDict()}
-    kept_n = s[C.STATUS_UNIQUE] + s[C.STATUS_KEPT]
-    removed = s[C.STATUS_EXACT] + s[C.STATUS_NEAR]
-    problems = []
-    if s["rows"] != n_input - malformed:
-        problems.append(f"clusters/ has {s['rows']} rows for {n_input - malformed} input rows with an id")
-    if s["ids"] != s["rows"] or s["null_ids"]:
-        problems.append(f"clusters/ has {s['rows'] - s['ids']} repeated and {s['null_ids']} null ids")
-    if kept_n + removed + s[C.STATUS_REJECTED] + malformed != n_input:
-        problems.append(
-            f"kept {kept_n} + removed {removed} + rejected {s[C.STATUS_REJECTED]} + malformed "
-            f"{malformed} != input {n_input}"
-        )
-    if guard_threshold is not None and s["below_guard"]:
-        problems.append(
-            f"{s['below_guard']} near duplicates are below guard.threshold {guard_threshold} "
-            "against their kept document"
-        )
-    if s["kept_flags"] != kept_n:
-        problems.append(f"{s['kept_flags']} rows flagged kept but {kept_n} have a kept status")
-    if s[_KEPT_ROW] != kept_n:
-        problems.append(f"kept/ has {s[_KEPT_ROW]} rows, clusters/ says {kept_n}")
-    if s[_REJECTED_ROW] != s[C.STATUS_REJECTED] + malformed:
-        problems.append(
-            f"rejected/ has {s[_REJECTED_ROW]} rows, clusters/ says {s[C.STATUS_REJECTED]} "
-            f"and {malformed} lines were malformed"
-        )
+    figures = OutputFigures(
+        input_rows=n_input,
+        malformed=malformed,
+        rows=s["rows"],
+        ids=s["ids"],
+        null_ids=s["null_ids"],
+        orphans=s["orphans"],
+        unique=s[C.STATUS_UNIQUE],
+        kept=s[C.STATUS_KEPT],
+        exact=s[C.STATUS_EXACT],
+        near=s[C.STATUS_NEAR],
+        rejected=s[C.STATUS_REJECTED],
+        kept_flags=s["kept_flags"],
+        below_guard=s["below_guard"],
+        kept_rows=s[_KEPT_ROW],
+        rejected_rows=s[_REJECTED_ROW],
+    )
+    problems = output_problems(figures, guard_threshold)
     matched = 0
     if index_ids is not None:
         matched, matched_problems = _check_matched(clusters, index_ids)
         problems += matched_problems
-    if s["orphans"]:
-        problems.append(f"{s['orphans']} rows point to a cluster_id that is not a kept document")
     if problems:
         raise InvariantError("output check failed: " + "; ".join(problems))
-    counts = {
-        "kept": kept_n,
-        "unique": s[C.STATUS_UNIQUE],
-        "exact_duplicates": s[C.STATUS_EXACT],
-        "near_duplicates": s[C.STATUS_NEAR],
-        "rejected": s[C.STATUS_REJECTED] + malformed,
-    }
+    counts = output_counts(figures)
     return {**counts, "matched_index": matched} if index_ids is not None else counts
 
 

@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -35,6 +34,7 @@ from pyspark.sql import types as T
 from neardup.columns import COMPONENT, DOC_ID, DST, SRC
 from neardup.config import BACKENDS
 from neardup.errors import NeardupError, UsageError
+from neardup.kernels.graph_labels import smallest_labels
 from neardup.runtime.packages import GRAPHFRAMES_CLASS, graphframes_package
 
 _GRAPHFRAMES_CLASS = GRAPHFRAMES_CLASS
@@ -102,7 +102,7 @@ def connected_components(
       "seconds": float}``. ``iterations`` counts large-star + small-star rounds; 0 for
       the driver and for GraphFrames, which does not report its own.
 
-    ``on_driver``: the caller knows the edges are few enough to collect (the pipeline's
+    ``on_driver``: the caller knows the edges are few enough to collect (dedup's
     broadcast bound); with ``backend="auto"`` and ids of an integer or string type they
     are labelled on the driver. An explicit backend is always honoured.
 
@@ -111,8 +111,9 @@ def connected_components(
     local checkpoints (executor storage: lost if an executor is lost), and the
     graphframes backend refuses to run.
 
-    Spark work (driver): one job collects the non-null, non-loop edges; the labels go
-    back as a local DataFrame (no job until it is used).
+    Spark work (driver): one job collects the non-null, non-loop edges; the labels
+    (kernels/graph_labels.py) go back as a DataFrame backed by an RDD (no job until it is
+    used).
 
     Spark work (builtin). Before iterating, one job normalizes the edges (drop
     self-loops, orient as larger -> smaller, distinct: one shuffle) and checkpoints
@@ -284,25 +285,6 @@ def _not_local(spark: SparkSession, make: Callable[[], DataFrame]) -> DataFrame:
             spark.conf.unset(_LOCAL_RELATION_THRESHOLD)
         else:
             spark.conf.set(_LOCAL_RELATION_THRESHOLD, before)
-
-
-def smallest_labels(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Edges as two equal-length arrays of ids (no nulls) -> (nodes, the smallest node of
-    each one's component), nodes sorted ascending, one entry per node of the edges."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components as scipy_components
-
-    # Sorted: node i is the i-th smallest id, so a component's smallest index is its
-    # smallest id (strings sort by code point, which is Spark's UTF-8 byte order).
-    nodes, codes = np.unique(np.concatenate([src, dst]), return_inverse=True)
-    n, m = len(nodes), len(src)
-    if n == 0:
-        return nodes, nodes
-    graph = coo_matrix((np.ones(m, dtype=np.int8), (codes[:m], codes[m:])), shape=(n, n))
-    _, label = scipy_components(graph, directed=False)
-    # The first index of each label, in ascending index order, is its smallest node.
-    _, first = np.unique(label, return_index=True)
-    return nodes, nodes[first[label]]
 
 
 # --- builtin: large-star / small-star ---------------------------------------------

@@ -2,8 +2,8 @@
 in one narrow pass over the text.
 
 Each Python worker receives the reference once (a Spark broadcast of its Arrow IPC bytes,
-parsed once per worker: `kernels.decon.cached_reference`) and the corpus as Arrow batches
-sized in bytes (runtime/sizing.py, as dedup's signing is). `kernels.decon.decontaminate_batch`
+parsed once per worker: `kernels.contamination.cached_reference`) and the corpus as Arrow batches
+sized in bytes (runtime/sizing.py, as dedup's signing is). `kernels.contamination.decontaminate_batch`
 does the work; only the documents that are not kept leave it, so nothing is shuffled and
 the corpus never reaches the driver.
 """
@@ -38,7 +38,7 @@ def _matcher(
 def match_documents(docs: DataFrame, params: DeconParams, payload: Broadcast[bytes], key: str) -> DataFrame:
     """docs (_id, _text, ...) -> (_id, _ref: int, reason: string, similarity: double,
     ngram: string): a row per document that cannot be processed (`_ref` null, the reason
-    why) and a row per (document, reference item, reason) match (`kernels.decon`). Narrow."""
+    why) and a row per (document, reference item, reason) match (`kernels.contamination`). Narrow."""
     schema = T.StructType(
         [
             docs.schema[C.DOC_ID],

@@ -1,6 +1,6 @@
 """Stage of `neardup decontaminate`: the reference (evaluation sets) read and checked,
 sized, brought to the driver and made into what every task receives
-(`kernels.decon.Reference`, broadcast as Arrow IPC bytes).
+(`kernels.contamination.Reference`, broadcast as Arrow IPC bytes).
 
 The reference is read as the input is (stages/read.py: the same readers and the same row
 checks: non-null, unique ids), but only as Parquet or JSON Lines, and its text's UTF-8
@@ -39,7 +39,7 @@ class ReferenceSet:
     """The reference as the run uses it."""
 
     ids: DataFrame  # (_ref, reference_id): names the items in matches/
-    payload: bytes  # kernels.decon.reference_bytes: what every task receives
+    payload: bytes  # kernels.contamination.reference_bytes: what every task receives
     key: str  # a digest of the payload: a Python worker parses it once per key
     files: list[str]  # the files read, for the run's fingerprint
     items: int

@@ -21,7 +21,7 @@ OUTPUTS = ("kept", "removed", "matches", "rejected")
 @dataclass(frozen=True)
 class Broadcasts:
     """Which small frames are broadcast to the joins against the input (each decided by
-    `pipeline.broadcastable` on a bound of its rows)."""
+    `harness.broadcastable` on a bound of its rows)."""
 
     removed: bool  # the removed ids (removed/)
     dropped: bool  # the removed and rejected ids (kept/)
@@ -40,7 +40,7 @@ def write_decontaminated(
 ) -> None:
     """Write the four outputs to `staged[name]` with the Parquet writer `options`.
 
-    found (_id, _ref, reason, similarity, ngram): `stages.decontaminate.match_documents`;
+    found (_id, _ref, reason, similarity, ngram): `stages.decon_match.match_documents`;
     reference_ids (_ref, reference_id); source: the input rows, every column as read.
 
     - matches/: one row per (document, reference item, reason), sorted: id, reference_id,

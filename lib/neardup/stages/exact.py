@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from neardup import columns as C
 from neardup.config import Config
 from neardup.kernels.policy import carried_columns
-from neardup.stages.survivors import survivor_columns
+from neardup.stages.survivor_order import survivor_columns
 
 
 def group_exact(hashed: DataFrame, cfg: Config) -> DataFrame:

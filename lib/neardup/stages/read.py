@@ -22,7 +22,7 @@ from neardup.config import Config
 from neardup.errors import InputDataError, UsageError
 from neardup.kernels.policy import PRIORITY
 from neardup.runtime.fs import FileSystem
-from neardup.stages.survivors import priority_rank
+from neardup.stages.survivor_order import priority_rank
 
 log = logging.getLogger(__name__)
 

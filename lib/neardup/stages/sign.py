@@ -1,7 +1,7 @@
 """Stage: one pass over the text (normalize, hash for exact copies, sign, band).
 
 Each Python worker receives Arrow record batches (`mapInArrow`, no pandas conversion)
-and runs `kernels.sign.sign_batch` on each, so the LSH shuffle moves (64-bit key, id)
+and runs `kernels.signatures.sign_batch` on each, so the LSH shuffle moves (64-bit key, id)
 rows only. Exact copies are still settled before LSH (`exact.py`): only one
 representative per group is banded and verified.
 """

@@ -8,7 +8,7 @@ links the copies to each other (recall at J >= 0.9 fell to 0.62 on 29,491 licenc
 package files).
 
 A star group is a centre with every document it is the centre of (its star edges before
-`lsh._per_document` keeps some). After verification and components, a group is split while
+`candidates._per_document` keeps some). After verification and components, a group is split while
 a member is outside the components of all the group's centres so far. Round by round, each
 split group takes further centres among such members, and a star from each to every member
 outside its component is verified. The verified edges join the graph, and the group is

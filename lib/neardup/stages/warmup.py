@@ -1,7 +1,7 @@
 """A one-task job, not a stage of the list: it starts a Python worker and loads the compiled
 code of the kernels the run's Python stages call (signing; exact verification), so that the
 seconds this takes the first time in a worker pass while the input is read (local mode,
-`pipeline._warm_python`) instead of inside the signing and verification stages.
+`harness._warm_python`) instead of inside the signing and verification stages.
 """
 
 from __future__ import annotations

@@ -1,0 +1,111 @@
+"""Stage: every document's cluster, size and status, from the representatives' choices.
+
+A cluster's size counts each representative with its exact copies, summed from the
+representatives and the exact groups alone (`cluster_sizes`, `clustered_figures`), so the
+members are read once, at the end (`assign_members`): each takes its representative's
+kept document, and its status (unique, kept, exact or near duplicate) follows.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from neardup import columns as C
+
+_EXACT = "_is_exact"
+_SIZE = "_size"
+_REP_SIM = "_rep_similarity"
+
+
+def cluster_sizes(clustered: DataFrame, groups: DataFrame) -> DataFrame:
+    """clustered (_id, _kept_id): the representatives in a cluster (kept ones included);
+    groups (_rep, _copies): the exact groups with copies -> (_kept_id, _size) for every
+    kept document whose cluster holds more than itself.
+
+    A representative counts with its exact copies. Representatives outside any cluster
+    that have copies are clusters of their own (their exact group). Both inputs are
+    small (bounded by the verified edges and the exact copies), so this never touches
+    the members: sizes come from representatives, and the members join them once, at
+    the end (`assign_members`).
+    """
+    weights = clustered.join(groups.withColumnRenamed(C.REP, C.DOC_ID), C.DOC_ID, "left").select(
+        C.KEPT_ID, (F.coalesce(F.col(C.COPIES), F.lit(0)) + 1).alias(_SIZE)
+    )
+    in_clusters = weights.groupBy(C.KEPT_ID).agg(F.sum(_SIZE).alias(_SIZE))
+    alone = groups.join(clustered.withColumnRenamed(C.DOC_ID, C.REP), C.REP, "left_anti").select(
+        F.col(C.REP).alias(C.KEPT_ID), (F.col(C.COPIES) + 1).alias(_SIZE)
+    )
+    return in_clusters.unionByName(alone)
+
+
+def clustered_figures(clustered: DataFrame, groups: DataFrame) -> tuple[int, int]:
+    """clustered (_id, _kept_id), groups (_rep, _copies) as for `cluster_sizes` -> (rows of
+    clustered, the largest cluster's size in documents; 1 when no document has a
+    duplicate), in one query.
+
+    The largest is the largest of the clusters' sizes and of every exact group's (copies +
+    1): a group inside a cluster is no larger than its cluster, so the groups need not be
+    told apart from those outside any cluster (`cluster_sizes` must, for its rows).
+    """
+    weights = clustered.join(groups.withColumnRenamed(C.REP, C.DOC_ID), C.DOC_ID, "left").select(
+        C.KEPT_ID, (F.coalesce(F.col(C.COPIES), F.lit(0)) + 1).alias(_SIZE)
+    )
+    per_cluster = weights.groupBy(C.KEPT_ID).agg(F.sum(_SIZE).alias(_SIZE), F.count(F.lit(1)).alias("_reps"))
+    alone = groups.select((F.col(C.COPIES) + 1).alias(_SIZE), F.lit(0).cast("long").alias("_reps"))
+    row = (
+        per_cluster.select(_SIZE, "_reps")
+        .unionByName(alone)
+        .agg(F.sum("_reps").alias("rows"), F.max(_SIZE).alias("largest"))
+        .first()
+    )
+    assert row is not None
+    return int(row["rows"] or 0), int(row["largest"] or 1)
+
+
+def assign_members(members: DataFrame, chosen: DataFrame, sizes: DataFrame, small: bool = True) -> DataFrame:
+    """members (_id, _rep, ...): every signed document; chosen (_id, _kept_id, similarity):
+    the representatives that are in a cluster, with their kept document and their
+    similarity to it; sizes (_kept_id, _size): `cluster_sizes` of chosen
+    -> (_id, _kept_id, status, _size, similarity) with one row per member.
+
+    Representatives not in `chosen` survive themselves; each member takes its
+    representative's kept document. An exact copy's similarity is its representative's
+    (the same normalized text), 1.0 when the representative is kept; null for kept
+    documents. `small`: chosen and sizes are broadcast, so the members are read once and
+    never shuffled; else they are shuffle-joined.
+    """
+
+    def side(df: DataFrame) -> DataFrame:
+        return F.broadcast(df) if small else df
+
+    picked = chosen.select(
+        F.col(C.DOC_ID).alias(C.REP), F.col(C.KEPT_ID), F.col(C.SIMILARITY).alias(_REP_SIM)
+    )
+    assigned = (
+        members.join(side(picked), C.REP, "left")
+        .select(
+            C.DOC_ID,
+            C.REP,
+            F.coalesce(F.col(C.KEPT_ID), F.col(C.REP)).alias(C.KEPT_ID),
+            (F.col(C.DOC_ID) != F.col(C.REP)).alias(_EXACT),
+            F.col(_REP_SIM),
+        )
+        .join(side(sizes), C.KEPT_ID, "left")
+        .withColumn(_SIZE, F.coalesce(F.col(_SIZE), F.lit(1).cast("long")))
+    )
+    is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
+    status = (
+        F.when(is_kept, F.when(F.col(_SIZE) > 1, C.STATUS_KEPT).otherwise(C.STATUS_UNIQUE))
+        .when(F.col(_EXACT), C.STATUS_EXACT)
+        .otherwise(C.STATUS_NEAR)
+    )
+    similarity = (
+        F.when(is_kept, F.lit(None).cast("double"))
+        # A copy of the kept document itself: its representative is the kept one.
+        .when(F.col(C.REP) == F.col(C.KEPT_ID), F.lit(1.0))
+        .otherwise(F.col(_REP_SIM))
+    )
+    return assigned.select(
+        C.DOC_ID, C.KEPT_ID, status.alias(C.STATUS), F.col(_SIZE), similarity.alias(C.SIMILARITY)
+    )
