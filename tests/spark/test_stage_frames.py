@@ -11,19 +11,21 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from frames import assert_frames_equal
 from neardup import columns as C
 from neardup import config
+from neardup.config import Config
 from neardup.errors import InvariantError
 from neardup.stages.against import cross_edges
 from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
 from neardup.stages.exact import exact_groups, group_exact
 from neardup.stages.guard import GuardStats, guard_clusters
-from neardup.stages.membership import clustered_figures
-from neardup.stages.survivors import choose_survivors, select_survivors
+from neardup.stages.membership import assign_members, cluster_sizes, clustered_figures
+from neardup.stages.survivors import choose_survivors
 
 HASHED = f"{C.DOC_ID} bigint, {C.TEXT_HASH} bigint, {C.TEXT_HASH_LO} bigint, {C.LENGTH} int, {C.RANK} double"
 MEMBERS = f"{C.DOC_ID} bigint, {C.REP} bigint, {C.LENGTH} int, {C.RANK} double"
@@ -75,6 +77,21 @@ def test_group_exact_picks_each_group_best_by_policy(spark: Any) -> None:
         (6, 5, 61, 0.1),
     ]
     assert_frames_equal(group_exact(hashed, cfg), spark.createDataFrame(want, MEMBERS))
+
+
+def select_survivors(
+    members: DataFrame, groups: DataFrame, components: DataFrame, cfg: Config, small: bool = True
+) -> DataFrame:
+    """members (_id, _rep, _len, _rank[, _priority]): every signed document and exact copy; groups
+    (_rep, _copies): `exact_groups` of members; components (_id, _component):
+    representatives that have a verified edge -> (_id, _kept_id, status, _size,
+    similarity) with one row per member, before any guard (similarity null but for exact
+    copies of kept documents)."""
+    reps = members.filter(F.col(C.REP) == F.col(C.DOC_ID))
+    chosen = choose_survivors(reps, components, cfg, small).withColumn(
+        C.SIMILARITY, F.lit(None).cast("double")
+    )
+    return assign_members(members, chosen, cluster_sizes(chosen, groups), small)
 
 
 @pytest.mark.compat

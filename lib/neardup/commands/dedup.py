@@ -488,6 +488,8 @@ def _stars(
             max_rounds=r.cfg.lsh.star_rounds,
             all_up_to=r.cfg.lsh.all_pairs_up_to,
             keep=r.keep,
+            # A member row per star edge and centre: at most two per star edge.
+            on_driver=broadcastable(2 * candidates.stars),
         )
         figures.update(star_rounds=found.rounds, star_pairs=found.pairs, stars_split=found.split)
         return found.edges

@@ -17,11 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from neardup.errors import InputDataError, UsageError, stage_of
+from neardup.errors import IndexRefusedError, InputDataError, NeardupError, UsageError, stage_of
 from neardup.runtime.memory import GiB, format_size, parse_size
 
-# The command line's exit codes: done, anything else, usage or config, input data, index refused.
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INPUT, EXIT_INDEX = 0, 1, 2, 3, 4
+# The command line's exit codes: done, anything else, usage or config, input data, index
+# refused (each error class carries its own).
+EXIT_OK = 0
+EXIT_FAILED, EXIT_USAGE = NeardupError.exit_code, UsageError.exit_code
+EXIT_INPUT, EXIT_INDEX = InputDataError.exit_code, IndexRefusedError.exit_code
 
 # Spark's exit code for an OutOfMemoryError in a task thread (SparkExitCode.OOM), and
 # the JVM's own with -XX:+ExitOnOutOfMemoryError.

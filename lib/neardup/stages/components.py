@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import importlib.util
 import time
-from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -36,6 +34,7 @@ from neardup.config import BACKENDS
 from neardup.errors import NeardupError, UsageError
 from neardup.kernels.graph_labels import smallest_labels
 from neardup.runtime.packages import GRAPHFRAMES_CLASS, graphframes_package
+from neardup.stages.driver_frames import DRIVER_ID_TYPES, collect_arrays, frame_from_arrays
 
 _GRAPHFRAMES_CLASS = GRAPHFRAMES_CLASS
 
@@ -152,7 +151,7 @@ def connected_components(
         spark.sparkContext.setCheckpointDir(checkpoint_dir)
 
     if backend == "auto":
-        if on_driver and isinstance(edges.schema[SRC].dataType, _DRIVER_ID_TYPES) and _scipy_available():
+        if on_driver and isinstance(edges.schema[SRC].dataType, DRIVER_ID_TYPES) and _scipy_available():
             backend = "driver"
         else:
             use_gf = graphframes_available(spark) and _checkpoint_dir(spark) is not None
@@ -233,11 +232,6 @@ def checkpoint(df: DataFrame) -> DataFrame:
 
 # --- driver: scipy on the collected edges ------------------------------------------
 
-# Id types whose values come back from Arrow exactly and order in Python as in Spark
-# (strings: code point order is UTF-8 byte order). Others (decimals, dates, timestamps)
-# take the distributed path.
-_DRIVER_ID_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType)
-
 
 def _scipy_available() -> bool:
     # A required dependency; a driver without it (a hand-made cluster image) runs the rounds.
@@ -246,45 +240,12 @@ def _scipy_available() -> bool:
 
 def _driver_components(spark: SparkSession, edges: DataFrame) -> DataFrame:
     s, d = F.col(SRC), F.col(DST)
-    real = edges.where(s.isNotNull() & d.isNotNull() & (s != d)).select(SRC, DST)
+    real = edges.where(s.isNotNull() & d.isNotNull() & (s != d))
     id_type = edges.schema[SRC].dataType
     schema = T.StructType([T.StructField(DOC_ID, id_type, False), T.StructField(COMPONENT, id_type, False)])
-    if hasattr(real, "toArrow"):  # Spark 4: Arrow both ways, without pandas
-        table = real.toArrow()
-        nodes, labels = smallest_labels(table.column(SRC).to_numpy(), table.column(DST).to_numpy())
-        return _not_local(
-            spark, lambda: spark.createDataFrame(pa.table({DOC_ID: nodes, COMPONENT: labels}), schema)
-        )
-    import pandas as pd  # Spark 3.5 converts through pandas (Arrow underneath)
-
-    # Nulls are filtered out above, so integer columns stay integers.
-    collected = cast(pd.DataFrame, real.toPandas())
-    nodes, labels = smallest_labels(collected[SRC].to_numpy(), collected[DST].to_numpy())
-    return _not_local(
-        spark, lambda: spark.createDataFrame(pd.DataFrame({DOC_ID: nodes, COMPONENT: labels}), schema)
-    )
-
-
-# Below this many bytes Spark turns a frame made from Arrow data into a LocalRelation: the
-# rows inside the plan itself, where every later analysis, optimization and cache lookup of
-# every plan built on the frame walks, hashes and compares them. The labels of a million
-# documents' graph (88,000 rows) left the cores idle for seconds between the guard's and
-# write's jobs; as an RDD-backed relation the plan stays one node.
-_LOCAL_RELATION_THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"
-
-
-def _not_local(spark: SparkSession, make: Callable[[], DataFrame]) -> DataFrame:
-    """`make()` (a createDataFrame from Arrow or pandas) with the local-relation threshold at
-    0 while it runs, so the frame is backed by an RDD, not rows held in its plan."""
-    before = spark.conf.get(_LOCAL_RELATION_THRESHOLD, None)
-    spark.conf.set(_LOCAL_RELATION_THRESHOLD, "0")
-    try:
-        return make()
-    finally:
-        if before is None:
-            spark.conf.unset(_LOCAL_RELATION_THRESHOLD)
-        else:
-            spark.conf.set(_LOCAL_RELATION_THRESHOLD, before)
+    ends = collect_arrays(real, [SRC, DST])
+    nodes, labels = smallest_labels(ends[SRC], ends[DST])
+    return frame_from_arrays(spark, {DOC_ID: nodes, COMPONENT: labels}, schema)
 
 
 # --- builtin: large-star / small-star ---------------------------------------------

@@ -36,6 +36,6 @@ def group_exact(hashed: DataFrame, cfg: Config) -> DataFrame:
 def exact_groups(members: DataFrame) -> DataFrame:
     """(_id, _rep, ...) -> (_rep, _copies) for every exact group with copies: a row per
     representative that has any, so at most one per exact copy. Cluster sizes are summed
-    from it (stages/survivors.cluster_sizes) without going back to the members."""
+    from it (stages/membership.cluster_sizes) without going back to the members."""
     copies = members.filter(F.col(C.REP) != F.col(C.DOC_ID))
     return copies.groupBy(C.REP).agg(F.count(F.lit(1)).alias(C.COPIES))

@@ -318,7 +318,7 @@ def documents(df: DataFrame, cfg: Config) -> DataFrame:
 
     Output schema: _id (input id type), _text (string, may be null), _rank
     (survivor.column or null), and under survivor.policy priority _priority (int, never
-    null: `survivors.priority_rank`). The text's length is measured where it is signed:
+    null: `survivor_order.priority_rank`). The text's length is measured where it is signed:
     Spark's `length` decodes every character in the JVM (4.6 s of 10.6 for reading 1M 2 KB
     documents into Python, against 0.1 s with Arrow's kernel).
     """

@@ -15,7 +15,6 @@ from pyspark.sql import functions as F
 from neardup import columns as C
 from neardup.config import Config
 from neardup.kernels.policy import survivor_order
-from neardup.stages.membership import assign_members, cluster_sizes
 from neardup.stages.survivor_order import ascending, survivor_columns
 
 _BEST = "_best"  # choose_survivors: the smallest struct of a component
@@ -55,18 +54,3 @@ def choose_survivors(
         .select(C.COMPONENT, F.col(f"{_BEST}.{_BEST_ID}").alias(C.KEPT_ID))
     )
     return components.join(F.broadcast(chosen) if small else chosen, C.COMPONENT).select(C.DOC_ID, C.KEPT_ID)
-
-
-def select_survivors(
-    members: DataFrame, groups: DataFrame, components: DataFrame, cfg: Config, small: bool = True
-) -> DataFrame:
-    """members (_id, _rep, _len, _rank[, _priority]): every signed document and exact copy; groups
-    (_rep, _copies): `exact_groups` of members; components (_id, _component):
-    representatives that have a verified edge -> (_id, _kept_id, status, _size,
-    similarity) with one row per member, before any guard (similarity null but for exact
-    copies of kept documents)."""
-    reps = members.filter(F.col(C.REP) == F.col(C.DOC_ID))
-    chosen = choose_survivors(reps, components, cfg, small).withColumn(
-        C.SIMILARITY, F.lit(None).cast("double")
-    )
-    return assign_members(members, chosen, cluster_sizes(chosen, groups), small)

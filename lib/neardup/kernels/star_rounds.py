@@ -1,0 +1,159 @@
+"""Further centres for split star groups, on the driver: the bookkeeping of
+stages/stars.py's rounds as numpy, so a round costs one Spark job (verifying its pairs)
+instead of a dozen over frames of a few thousand rows. Pure numpy.
+
+The rule is the stage's: a star group is a centre with every document it is the centre
+of; it is split while a member is outside the components of all the group's centres so
+far. Each round, every split group takes further centres among its outside members (all
+of them when at most `all_up_to`, else the least by a hash of (group, member, round) and
+about 2^(round-1) more, those whose hash falls in that share of its range), and a star from
+each to every member of the group outside the centre's component is verified. Verified
+edges merge components (a union-find over the members' component labels), and the next
+round looks again.
+
+Ids are codes here: rows of (group, member, label) as int64 codes that the stage makes
+from the documents' ids (`np.unique`, so the codes follow the ids' order, and the hashes
+follow the codes: the same input gives the same centres whatever its partitioning).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+I64Array = npt.NDArray[np.int64]
+_FRACTION = 1 << 30  # the hash's resolution for the share of a group's outside members taken
+_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _mix(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """splitmix64's finalizer: a bijection of 64-bit words that spreads every input bit."""
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def member_hash(group: I64Array, member: I64Array, number: int) -> npt.NDArray[np.uint64]:
+    """A hash of (group, member, round) per row."""
+    with np.errstate(over="ignore"):
+        h = _mix(group.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15))
+        h = _mix(h ^ member.astype(np.uint64))
+        return _mix(h ^ np.uint64(number))
+
+
+@dataclass
+class StarGroups:
+    """The star groups' members and their components, as codes.
+
+    `group`, `member`: one row per (group, member), the centre's own row included (group
+    == member), sorted by group. `label`: each row's member's component, as a code of
+    its own (members of one component share it; a member outside every component has
+    one of its own)."""
+
+    group: I64Array
+    member: I64Array
+    label: I64Array
+    parent: I64Array = field(init=False)  # union-find over label codes
+
+    def __post_init__(self) -> None:
+        order = np.lexsort((self.member, self.group))
+        self.group, self.member, self.label = self.group[order], self.member[order], self.label[order]
+        n_labels = int(self.label.max()) + 1 if len(self.label) else 0
+        self.parent = np.arange(n_labels, dtype=np.int64)
+
+    def first_centres(self) -> I64Array:
+        """The rows of the groups' own centres."""
+        return np.flatnonzero(self.group == self.member)
+
+    def label_of(self, members: I64Array) -> I64Array:
+        """The label of each member code (a member has one label, whatever its groups)."""
+        if len(members) == 0:
+            return np.empty(0, dtype=np.int64)
+        table = np.full(int(max(self.member.max(), members.max())) + 1, -1, dtype=np.int64)
+        table[self.member] = self.label
+        return table[members]
+
+    def roots(self, labels: I64Array) -> I64Array:
+        """Each label's union-find root (with the paths halved as it goes)."""
+        p = self.parent
+        r = labels.copy()
+        while True:
+            up = p[r]
+            if np.array_equal(up, r):
+                return r
+            p[r] = p[up]  # halve: point at the grandparent
+            r = up
+
+    def union(self, a: I64Array, b: I64Array) -> None:
+        """Merge the components of labels a[i] and b[i] for every i (each root takes the
+        smallest root of its merged set, so the result does not depend on the order)."""
+        ra, rb = self.roots(a), self.roots(b)
+        while True:
+            differ = ra != rb
+            if not differ.any():
+                return
+            lo, hi = np.minimum(ra[differ], rb[differ]), np.maximum(ra[differ], rb[differ])
+            # The smallest root each high root is joined to, then repeat until no pair differs.
+            target = np.full(len(self.parent), np.iinfo(np.int64).max, dtype=np.int64)
+            np.minimum.at(target, hi, lo)
+            moved = target < np.iinfo(np.int64).max
+            self.parent[moved] = np.minimum(self.parent[moved], target[moved])
+            ra, rb = self.roots(ra), self.roots(rb)
+
+    def outside(self, centre_rows: I64Array) -> npt.NDArray[np.bool_]:
+        """Rows whose member is outside the components of all its group's centres."""
+        root = self.roots(self.label)
+        width = np.int64(len(self.parent) + 1)
+        covered = np.unique(self.group[centre_rows] * width + root[centre_rows])
+        return ~np.isin(self.group * width + root, covered)
+
+
+@dataclass(frozen=True)
+class Round:
+    centre_rows: I64Array  # rows of the round's further centres
+    src: I64Array  # the star pairs to verify, as member codes, src < dst
+    dst: I64Array
+
+
+def next_round(groups: StarGroups, centre_rows: I64Array, number: int, all_up_to: int) -> Round | None:
+    """Round `number`'s further centres and star pairs, or None when no group is split."""
+    out = groups.outside(centre_rows)
+    rows = np.flatnonzero(out)
+    if len(rows) == 0:
+        return None
+    g, m = groups.group[rows], groups.member[rows]
+    h = member_hash(g, m, number)
+    # Per group (rows are sorted by group): its outside count and its least hash.
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    counts = np.diff(np.r_[starts, len(g)])
+    n_out = np.repeat(counts, counts)
+    order = np.lexsort((m, h, g))  # within a group: by hash, then member (a total order)
+    least_rows = order[starts]
+    is_least = np.zeros(len(g), dtype=bool)
+    is_least[least_rows] = True
+    share = float(_FRACTION) * 2.0 ** (number - 1) / n_out
+    take = (n_out <= all_up_to) | is_least | ((h % np.uint64(_FRACTION)).astype(np.float64) < share)
+    chosen = rows[take]
+    # A star from each chosen centre to every member of its group outside its component.
+    group_starts = np.flatnonzero(np.r_[True, groups.group[1:] != groups.group[:-1]])
+    group_ends = np.r_[group_starts[1:], len(groups.group)]
+    which = np.searchsorted(groups.group[group_starts], groups.group[chosen])
+    lo, hi = group_starts[which], group_ends[which]
+    sizes = hi - lo
+    centre_of = np.repeat(chosen, sizes)
+    offsets = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    member_rows = np.repeat(lo, sizes) + offsets
+    root = groups.roots(groups.label)
+    keep = root[member_rows] != root[centre_of]
+    a, b = groups.member[centre_of[keep]], groups.member[member_rows[keep]]
+    pairs = np.unique(np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1), axis=0)
+    return Round(chosen, pairs[:, 0], pairs[:, 1])
+
+
+def split_groups(groups: StarGroups, centre_rows: I64Array) -> int:
+    """How many groups are still split."""
+    out = groups.outside(centre_rows)
+    return len(np.unique(groups.group[out]))

@@ -1,0 +1,68 @@
+"""Small frames to the driver as numpy arrays and back, for the work a driver does faster
+than a dozen Spark jobs would (components.py's labels, stars.py's rounds).
+
+Spark 4 converts through Arrow both ways, without pandas; Spark 3.5 through pandas (Arrow
+underneath). A frame made from driver data is backed by an RDD, not held in its plan
+(`_not_local`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import cast
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+# Id types whose values come back from Arrow exactly and order in Python as in Spark
+# (strings: code point order is UTF-8 byte order). Others (decimals, dates, timestamps)
+# take the distributed paths.
+DRIVER_ID_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType)
+
+
+def collect_arrays(df: DataFrame, columns: Sequence[str]) -> dict[str, np.ndarray]:
+    """`columns` of `df` (no nulls in them) as numpy arrays, in one job."""
+    picked = df.select(*columns)
+    if hasattr(picked, "toArrow"):  # Spark 4
+        table = picked.toArrow()
+        return {c: table.column(c).to_numpy() for c in columns}
+    import pandas as pd
+
+    # Without nulls, integer columns stay integers.
+    frame = cast(pd.DataFrame, picked.toPandas())
+    return {c: frame[c].to_numpy() for c in columns}
+
+
+def frame_from_arrays(spark: SparkSession, arrays: dict[str, np.ndarray], schema: T.StructType) -> DataFrame:
+    """A frame of `arrays` (one per field of `schema`, in its order)."""
+    if hasattr(DataFrame, "toArrow"):  # Spark 4 reads Arrow without pandas
+        table = pa.table({f.name: arrays[f.name] for f in schema.fields})
+        return _not_local(spark, lambda: spark.createDataFrame(table, schema))
+    import pandas as pd
+
+    frame = pd.DataFrame({f.name: arrays[f.name] for f in schema.fields})
+    return _not_local(spark, lambda: spark.createDataFrame(frame, schema))
+
+
+# Below this many bytes Spark turns a frame made from Arrow data into a LocalRelation: the
+# rows inside the plan itself, where every later analysis, optimization and cache lookup of
+# every plan built on the frame walks, hashes and compares them. The labels of a million
+# documents' graph (88,000 rows) left the cores idle for seconds between the guard's and
+# write's jobs; as an RDD-backed relation the plan stays one node.
+_LOCAL_RELATION_THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"
+
+
+def _not_local(spark: SparkSession, make: Callable[[], DataFrame]) -> DataFrame:
+    """`make()` (a createDataFrame from Arrow or pandas) with the local-relation threshold at
+    0 while it runs, so the frame is backed by an RDD, not rows held in its plan."""
+    before = spark.conf.get(_LOCAL_RELATION_THRESHOLD, None)
+    spark.conf.set(_LOCAL_RELATION_THRESHOLD, "0")
+    try:
+        return make()
+    finally:
+        if before is None:
+            spark.conf.unset(_LOCAL_RELATION_THRESHOLD)
+        else:
+            spark.conf.set(_LOCAL_RELATION_THRESHOLD, before)
