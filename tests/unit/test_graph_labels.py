@@ -3,32 +3,11 @@ without a JVM: paths, stars, cycles, isolated pairs, string ids and shuffled edg
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
-
 import numpy as np
 import pytest
 
 from neardup.kernels.graph_labels import smallest_labels
-
-
-def _bfs_labels(edges: list[tuple[object, object]]) -> dict[object, object]:
-    """Each node's smallest reachable node, by breadth-first search from every node."""
-    graph: dict[object, set[object]] = defaultdict(set)
-    for a, b in edges:
-        graph[a].add(b)
-        graph[b].add(a)
-    labels: dict[object, object] = {}
-    for start in graph:
-        if start in labels:
-            continue
-        seen, queue = {start}, deque([start])
-        while queue:
-            for nxt in graph[queue.popleft()] - seen:
-                seen.add(nxt)
-                queue.append(nxt)
-        smallest = min(seen)  # type: ignore[type-var]
-        labels.update(dict.fromkeys(seen, smallest))
-    return labels
+from neardup_testkit.reference import bfs_components
 
 
 def _graph(seed: int) -> list[tuple[int, int]]:
@@ -49,7 +28,7 @@ def test_labels_are_the_smallest_id_reachable(seed: int) -> None:
     src = np.array([a for a, _ in edges], dtype=np.int64)
     dst = np.array([b for _, b in edges], dtype=np.int64)
     nodes, labels = smallest_labels(src, dst)
-    assert dict(zip(nodes.tolist(), labels.tolist(), strict=True)) == _bfs_labels(edges)
+    assert dict(zip(nodes.tolist(), labels.tolist(), strict=True)) == bfs_components([], edges)
     assert nodes.tolist() == sorted(nodes.tolist())
 
 
@@ -60,7 +39,7 @@ def test_string_ids_take_code_point_order() -> None:
     src = np.array([a for a, _ in edges], dtype=object)
     dst = np.array([b for _, b in edges], dtype=object)
     nodes, labels = smallest_labels(src, dst)
-    assert dict(zip(nodes.tolist(), labels.tolist(), strict=True)) == _bfs_labels(edges)
+    assert dict(zip(nodes.tolist(), labels.tolist(), strict=True)) == bfs_components([], edges)
 
 
 def test_no_edges_no_nodes() -> None:

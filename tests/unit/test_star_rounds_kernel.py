@@ -4,34 +4,11 @@ make a group whole whose own centre is like none of its members."""
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
-
 import numpy as np
 import pytest
 
 from neardup.kernels.star_rounds import StarGroups, next_round, split_groups
-
-
-def _bfs_components(n: int, edges: list[tuple[int, int]]) -> list[int]:
-    """Each node's smallest reachable node."""
-    graph: dict[int, set[int]] = defaultdict(set)
-    for a, b in edges:
-        graph[a].add(b)
-        graph[b].add(a)
-    label = list(range(n))
-    seen: set[int] = set()
-    for start in range(n):
-        if start in seen:
-            continue
-        comp, queue = {start}, deque([start])
-        while queue:
-            for nxt in graph[queue.popleft()] - comp:
-                comp.add(nxt)
-                queue.append(nxt)
-        seen |= comp
-        for node in comp:
-            label[node] = min(comp)
-    return label
+from neardup_testkit.reference import bfs_components
 
 
 @pytest.mark.parametrize("seed", [3, 4, 5])
@@ -46,7 +23,8 @@ def test_union_find_merges_as_bfs_does(seed: int) -> None:
         groups.union(batch[:, 0].astype(np.int64), batch[:, 1].astype(np.int64))
     roots = groups.roots(np.arange(n, dtype=np.int64))
     # Same partition as BFS, each root the smallest label of its component.
-    assert roots.tolist() == _bfs_components(n, edges)
+    labels = bfs_components(range(n), edges)
+    assert roots.tolist() == [labels[i] for i in range(n)]
 
 
 def _run(
@@ -81,7 +59,7 @@ def test_copies_split_by_a_long_centre_are_joined() -> None:
     similar = {(a, b) for a in range(1, n) for b in range(a + 1, n)}
     split, tried, verified = _run(groups, similar, rounds=4, all_up_to=32)
     assert split == 0
-    labels = _bfs_components(n, verified)
+    labels = bfs_components(range(n), verified)
     assert len({labels[m] for m in range(1, n)}) == 1
     assert tried <= 16 * n
 
