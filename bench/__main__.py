@@ -12,10 +12,11 @@ ground truth.
     python -m bench small [--repeat 5]        # the sample against a bare Spark start, jobs per stage
     python -m bench skew [--docs 100000]      # largest task / median task per stage, skewed corpus
     python -m bench scale [--docs 100000,1000000,10000000]  # Spark's metrics per stage; a billion
+    python -m bench decontaminate [--e2e-docs 100000]  # decontamination's kernel and command
 
 Runs bench/e2e.py (bench/sign_kernels.py with `kernels`, bench/memory.py with `memory`, bench/realtext.py
 with `realtext`, bench/index.py with `index`, bench/small.py with `small`, bench/skew.py with `skew`,
-bench/scale.py with `scale`)
+bench/scale.py with `scale`, bench/decontaminate.py with `decontaminate`)
 from a source checkout (the repository's root as the working directory); see
 bench/README.md for what each tool runs and how it is measured.
 """
@@ -35,6 +36,7 @@ SCRIPTS = {
     "small": "small.py",
     "skew": "skew.py",
     "scale": "scale.py",
+    "decontaminate": "decontaminate.py",
 }
 
 if __name__ == "__main__":

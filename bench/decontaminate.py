@@ -2,7 +2,7 @@
 """What decontamination costs: the per-batch kernel on one core, the reference's size once
 broadcast, and optionally the whole command.
 
-    python bench/decontaminate.py [--docs 4000] [--ref-items 2000] [--ref-chars 1800]
+    python -m bench decontaminate [--docs 4000] [--ref-items 2000] [--ref-chars 1800]
                                   [--e2e-docs 100000]
 
 Kernel: microseconds per corpus document (2 KB on average) for n-gram matching alone,
