@@ -1,7 +1,7 @@
 """The run harness every command stands on: paths, session settings, the read, the memory
 plan, the broadcast bound, the stage log, the report's envelope and atomic publication.
 
-A command (commands/dedup.py, decontaminate.py, index.py) is a list of stages on it:
+A command (commands/dedup.py, decontaminate.py; index.py on `job_stages`) is a list of stages on it:
 
     with opened_run(spark, cfg, input_path, output) as r:
         inp = r.stage("read", input_path, read_stage)
@@ -17,7 +17,8 @@ none) and a staging directory, never output that looks complete. Stage results k
 
 The context holds what every command has (session, config, paths, work directory, stage
 log, cached frames) and nothing of one command's: a command's state goes from stage to
-stage as values.
+stage as values. `neardup index`, which commits into an index instead of publishing an
+output, runs its stages on `job_stages` alone.
 """
 
 from __future__ import annotations
@@ -106,25 +107,21 @@ class Paths:
 
 
 @dataclass
-class RunContext:
-    """One run's context: session, config, paths, the work directory, the stage log, and
-    the frames cached along the way (unpersisted at the end)."""
+class Stages:
+    """A command's stages: the stage log (each stage's Spark jobs in a job group), the
+    session settings entered along the way and the frames cached (released at the end).
+    What `neardup index`, which publishes into an index rather than an output, stands on."""
 
     spark: SparkSession
-    cfg: Config
-    input_path: str
-    paths: Paths
-    fs: FileSystem
-    work: WorkDir
     stages: StageLog
     run_id: str
-    settings: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
-    cached: list[DataFrame] = field(default_factory=list)
-    warm: threading.Thread | None = None  # the Python warm-up (_warm_python), if one runs
+    settings: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, kw_only=True)
+    cached: list[DataFrame] = field(default_factory=list, kw_only=True)
 
     def stage(self, name: str, about: str, fn: Callable[..., tuple[T, Counts]], *args: Any) -> T:
-        """Run one stage: time it, log and keep its counts, return its result. `about` is
-        its size as known when it starts, for its Spark jobs' description."""
+        """Run one stage, `fn(self, *args)`: time it, log and keep its counts, return its
+        result. `about` is its size as known when it starts, for its Spark jobs'
+        description."""
         with self.stages.stage(name, about) as counts:
             result, found = fn(self, *args)
             counts.update(found)
@@ -140,18 +137,48 @@ class RunContext:
         df.unpersist()
         self.cached = [c for c in self.cached if c is not df]
 
-    def warmed(self) -> None:
-        """Wait for the Python warm-up, if one runs."""
-        if self.warm is not None:
-            self.warm.join()
-
     def close(self) -> None:
-        self.warmed()
         self.settings.close()
         for df in self.cached:
             # After a JVM death this fails too; the original error is the one to report.
             with contextlib.suppress(Exception):
                 df.unpersist()
+
+
+@contextlib.contextmanager
+def job_stages(spark: SparkSession) -> Iterator[Stages]:
+    """Stages whose Spark jobs form a group per stage, described with the stage's name and
+    size (Spark UI, REST API, event log, the memory benchmark)."""
+    run_id = uuid.uuid4().hex
+    groups = JobGroups(spark.sparkContext, run_id)
+    run = Stages(spark, StageLog(groups.start), run_id)
+    try:
+        yield run
+    finally:
+        run.close()
+        groups.close()
+
+
+@dataclass
+class RunContext(Stages):
+    """One run's context: its stages, config, paths and work directory (a command that
+    writes an output directory: dedup, decontaminate)."""
+
+    cfg: Config
+    input_path: str
+    paths: Paths
+    fs: FileSystem
+    work: WorkDir
+    warm: threading.Thread | None = field(default=None, kw_only=True)  # the Python warm-up, if one runs
+
+    def warmed(self) -> None:
+        """Wait for the Python warm-up (_warm_python), if one runs."""
+        if self.warm is not None:
+            self.warm.join()
+
+    def close(self) -> None:
+        self.warmed()
+        super().close()
 
 
 @contextlib.contextmanager
@@ -166,17 +193,14 @@ def opened_run(spark: SparkSession, cfg: Config, input_path: str, output: str) -
     fs.delete(f"{paths.work}/checkpoints")
     fs.mkdirs(paths.work)
     spark.sparkContext.setCheckpointDir(f"{paths.work}/checkpoints")
-    run_id = uuid.uuid4().hex
-    # Each stage's Spark jobs form a group described with the stage's name and size (Spark
-    # UI, REST API, event log, the memory benchmark).
-    groups = JobGroups(spark.sparkContext, run_id)
-    stages = StageLog(groups.start)
-    r = RunContext(spark, cfg, input_path, paths, fs, WorkDir(spark, fs, paths.work), stages, run_id)
-    try:
-        yield r
-    finally:
-        r.close()
-        groups.close()
+    with job_stages(spark) as run:
+        r = RunContext(
+            run.spark, run.stages, run.run_id, cfg, input_path, paths, fs, WorkDir(spark, fs, paths.work)
+        )
+        try:
+            yield r
+        finally:
+            r.close()
 
 
 def _paths(spark: SparkSession, input_path: str, output: str, cfg: Config) -> tuple[Paths, FileSystem]:

@@ -18,14 +18,13 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 
-from pyspark import StorageLevel
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from neardup import columns as C
 from neardup.config import Config
 from neardup.errors import InvariantError, UsageError
-from neardup.harness import broadcastable, open_input, plan_memory
+from neardup.harness import Counts, Opened, Stages, broadcastable, job_stages, open_input, plan_memory
 from neardup.runtime.fs import FileSystem
 from neardup.runtime.indexstore import (
     DOCS,
@@ -39,10 +38,9 @@ from neardup.runtime.indexstore import (
     index_params,
     probe_keys,
 )
-from neardup.runtime.jobgroups import JobGroups, count
-from neardup.runtime.memory import human
+from neardup.runtime.jobgroups import count
+from neardup.runtime.memory import BatchSizes, human
 from neardup.runtime.sizing import batch_settings, writer_options
-from neardup.runtime.stagelog import StageLog
 from neardup.runtime.workdir import input_fingerprint
 from neardup.stages.against import index_docs, refuse_indexed_ids
 from neardup.stages.index_segment import number_documents, write_segment
@@ -94,6 +92,7 @@ def _append(
     base: Manifest | None,
     replace_all: bool,
 ) -> IndexResult:
+    """The stage list: read -> sign -> write (a new segment) -> commit."""
     started = time.time()
     if cfg.input.format == "table":
         raise UsageError(
@@ -104,77 +103,115 @@ def _append(
     if source == store.path or store.path.startswith(source + "/") or source.startswith(store.path + "/"):
         # The texts must stay as indexed: an index among them would change their listing.
         raise UsageError(f"index {store.shown} and input {input_path} must not be inside one another")
-    params = sign_params(cfg)
-    signatures = base.signatures if base is not None and not replace_all else cfg.verify.method == "signature"
-    groups = JobGroups(spark.sparkContext, uuid.uuid4().hex)
-    stages = StageLog(groups.start)
-    cached = []
-    try:
-        with stages.stage("read", input_path) as counts:
-            opened = open_input(spark, cfg, input_path)
-            rows = opened.check.rows + opened.check.malformed
-            id_type = next(f.dataType for f in opened.source.schema.fields if f.name == cfg.input.id_col)
-            if base is not None and not replace_all:
-                check_id_type(base, id_type.simpleString(), store.shown, f"input {input_path}")
-                ids = opened.source.select(F.col(cfg.input.id_col).alias(C.DOC_ID))
-                theirs = index_docs(spark, store, base)
-                refuse_indexed_ids(theirs, ids, broadcastable(opened.check.rows), input_path, store.shown)
-            counts["input"] = rows
-        batches = plan_memory(spark, cfg, opened.profile)
-        with batch_settings(spark, batches, cfg.spark):
-            with stages.stage("sign", count(opened.check.rows, "documents")) as counts:
-                signed = sign_documents(documents(opened.source, cfg), params, keep_signatures=signatures)
-                numbered = number_documents(signed, signatures).persist(StorageLevel.MEMORY_AND_DISK)
-                cached.append(numbered)
-                indexed = numbered.count()
-                counts.update(indexed=indexed, skipped=rows - indexed)
-            version = (base.version if base is not None else 0) + 1
-            name = store.new_segment(version)
-            with stages.stage("write", count(indexed, "documents")) as counts:
-                where = store.segment_dir(name)
-                write_segment(numbered, where, writer_options(batches, None), signatures)
-                _check_segment(spark, where, indexed, cfg.bands)
-                counts["bytes"] = store.fs.data_size(where)
+    appended = base if base is not None and not replace_all else None
+    signatures = appended.signatures if appended is not None else cfg.verify.method == "signature"
+    with job_stages(spark) as run:
+        read = run.stage("read", input_path, _read, cfg, input_path, store, appended)
+        signed = run.stage("sign", count(read.opened.check.rows, "documents"), _sign, cfg, read, signatures)
+        version = (base.version if base is not None else 0) + 1
+        name = store.new_segment(version)
+        indexed = count(signed.indexed, "documents")
+        run.stage("write", indexed, _write, cfg, store, name, signed, signatures)
         texts = Texts(
             path=source,
-            format=opened.inp.format,
+            format=read.opened.inp.format,
             id_col=cfg.input.id_col,
             text_col=cfg.input.text_col,
-            files=tuple(input_fingerprint(spark, opened.files)),
+            files=tuple(input_fingerprint(spark, read.opened.files)),
             csv_header=cfg.input.csv_header,
         )
-        segment = Segment(name, indexed, rows, texts)
-        with stages.stage("commit", f"version {version}") as counts:
-            if base is None or replace_all:
-                manifest = Manifest(
-                    version=version,
-                    build_id=uuid.uuid4().hex,
-                    params=index_params(params),
-                    probe=probe_keys(params),
-                    id_type=id_type.simpleString(),
-                    signatures=signatures,
-                    segments=(segment,),
-                )
-            else:
-                now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-                manifest = replace(base, version=version, segments=(*base.segments, segment), created=now)
-            store.commit(manifest)
-            gone = store.collect_garbage(manifest)
-            counts.update(version=version, segments=len(manifest.segments), removed=len(gone))
-    finally:
-        for df in cached:
-            df.unpersist()
-        groups.close()
-    sizes = store.sizes(manifest)
-    result = IndexResult(store.path, manifest, segment, sizes, round(time.time() - started, 3))
+        segment = Segment(name, signed.indexed, read.rows, texts)
+        new = _manifest(cfg, base, replace_all, version, read.id_type, signatures, segment)
+        run.stage("commit", f"version {version}", _commit, store, new)
+    sizes = store.sizes(new)
+    result = IndexResult(store.path, new, segment, sizes, round(time.time() - started, 3))
     log.info(
         "index: %s documents in %d segment(s), %s on disk (band keys' raw size %s)",
-        f"{manifest.documents:,}",
-        len(manifest.segments),
+        f"{new.documents:,}",
+        len(new.segments),
         human(sum(sizes.values())),
         human(result.raw_key_bytes),
     )
     return result
+
+
+@dataclass(frozen=True)
+class _Read:
+    opened: Opened
+    rows: int  # every input row, malformed lines included
+    id_type: str
+
+
+def _read(
+    run: Stages, cfg: Config, input_path: str, store: IndexStore, appended: Manifest | None
+) -> tuple[_Read, Counts]:
+    """Read and check the input; appending, its ids must be of the index's type and new to it."""
+    opened = open_input(run.spark, cfg, input_path)
+    rows = opened.check.rows + opened.check.malformed
+    id_type = next(f.dataType for f in opened.source.schema.fields if f.name == cfg.input.id_col)
+    if appended is not None:
+        check_id_type(appended, id_type.simpleString(), store.shown, f"input {input_path}")
+        ids = opened.source.select(F.col(cfg.input.id_col).alias(C.DOC_ID))
+        theirs = index_docs(run.spark, store, appended)
+        refuse_indexed_ids(theirs, ids, broadcastable(opened.check.rows), input_path, store.shown)
+    return _Read(opened, rows, id_type.simpleString()), {"input": rows}
+
+
+@dataclass(frozen=True)
+class _Signed:
+    numbered: DataFrame  # number_documents' rows, kept
+    batches: BatchSizes
+    indexed: int
+
+
+def _sign(run: Stages, cfg: Config, read: _Read, signatures: bool) -> tuple[_Signed, Counts]:
+    batches = plan_memory(run.spark, cfg, read.opened.profile)
+    run.settings.enter_context(batch_settings(run.spark, batches, cfg.spark))
+    signed = sign_documents(documents(read.opened.source, cfg), sign_params(cfg), keep_signatures=signatures)
+    numbered = run.keep(number_documents(signed, signatures))
+    indexed = numbered.count()
+    return _Signed(numbered, batches, indexed), {"indexed": indexed, "skipped": read.rows - indexed}
+
+
+def _write(
+    run: Stages, cfg: Config, store: IndexStore, name: str, signed: _Signed, signatures: bool
+) -> tuple[None, Counts]:
+    where = store.segment_dir(name)
+    write_segment(signed.numbered, where, writer_options(signed.batches, None), signatures)
+    _check_segment(run.spark, where, signed.indexed, cfg.bands)
+    return None, {"bytes": store.fs.data_size(where)}
+
+
+def _manifest(
+    cfg: Config,
+    base: Manifest | None,
+    replace_all: bool,
+    version: int,
+    id_type: str,
+    signatures: bool,
+    segment: Segment,
+) -> Manifest:
+    """The index's next manifest: a new index of one segment, or the segment appended."""
+    if base is None or replace_all:
+        params = sign_params(cfg)
+        return Manifest(
+            version=version,
+            build_id=uuid.uuid4().hex,
+            params=index_params(params),
+            probe=probe_keys(params),
+            id_type=id_type,
+            signatures=signatures,
+            segments=(segment,),
+        )
+    now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    return replace(base, version=version, segments=(*base.segments, segment), created=now)
+
+
+def _commit(run: Stages, store: IndexStore, manifest: Manifest) -> tuple[None, Counts]:
+    """One rename makes the segment visible; then what no manifest lists is deleted."""
+    store.commit(manifest)
+    gone = store.collect_garbage(manifest)
+    return None, {"version": manifest.version, "segments": len(manifest.segments), "removed": len(gone)}
 
 
 def _check_segment(spark: SparkSession, where: str, indexed: int, bands: int) -> None:
