@@ -79,3 +79,52 @@ def test_one_edge_to_the_smallest_centre_alone_splits_them(spark: Any, corpus: d
     got, report = _clusters(spark, corpus, "no-rounds", "lsh.star_rounds=0")
     assert got != _partition(corpus["truth"])
     assert report["stars"]["rounds"] is None
+
+
+def test_driver_rounds_find_the_distributed_rounds_edges(spark: Any) -> None:
+    """The rounds' bookkeeping on the driver (kernels/star_rounds.py) and as Spark jobs give
+    the same further edges: the same centres (Spark's hashes), the same pairs verified. Star
+    groups of string ids whose members fall into variants (alike within a variant only),
+    with centres alike to none; a similarity oracle stands for verification. Every group ends
+    whole, and each variant's members in one component (BFS apart from either path)."""
+    from pyspark.sql import functions as F
+
+    from neardup import columns as C
+    from neardup.stages.components import connected_components
+    from neardup.stages.stars import further_stars
+    from neardup_testkit.reference import bfs_components
+
+    rng = random.Random(3)
+    stars, alike, groups = [], set(), []
+    for g in range(6):
+        centre = f"c{g:02d}"
+        members = [f"m{g:02d}-{i:03d}" for i in range(rng.randint(20, 90))]
+        variants = [members[i::3] for i in range(3)]
+        for variant in variants:
+            alike |= {(min(a, b), max(a, b)) for a in variant for b in variant if a < b}
+        groups.append(variants)
+        stars += [(centre, m) for m in members]
+    star_frame = spark.createDataFrame(stars, f"{C.SRC} string, {C.DST} string")
+    similar = spark.createDataFrame(sorted(alike), f"{C.SRC} string, {C.DST} string").withColumn(
+        C.SIMILARITY, F.lit(0.95)
+    )
+    nodes = sorted({n for edge in stars for n in edge})
+    labels = spark.createDataFrame([(n, n) for n in nodes], f"{C.DOC_ID} string, {C.COMPONENT} string")
+
+    def verify(pairs: Any, n: int) -> Any:
+        return pairs.join(similar, [C.SRC, C.DST])
+
+    def components(graph: Any, n: int) -> Any:
+        return connected_components(graph, on_driver=True)[0]
+
+    found = {}
+    for on_driver in (True, False):
+        rounds = further_stars(star_frame, labels, verify, components, 4, 8, lambda df: df.cache(), on_driver)
+        edges = sorted(map(tuple, rounds.edges.select(C.SRC, C.DST).collect()))
+        found[on_driver] = (edges, rounds.pairs, rounds.split)
+    assert found[True] == found[False]
+    edges, pairs, split = found[True]
+    assert split == 0
+    assert 0 < pairs < len(stars) * 16
+    label = bfs_components(nodes, edges)
+    assert [[len({label[m] for m in v}) for v in variants] for variants in groups] == [[1, 1, 1]] * 6

@@ -10,12 +10,34 @@ import pytest
 from neardup.kernels.star_rounds import StarGroups, next_round, split_groups
 from neardup_testkit.reference import bfs_components
 
+ROUNDS = 4
+
+
+def _hashes(group: np.ndarray, member: np.ndarray) -> np.ndarray:
+    """A hash of (group, member, round) per row and round, as Spark's xxhash64 stands in the
+    stage: any fixed function of the three will do for the bookkeeping."""
+    rounds = np.arange(1, ROUNDS + 1, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        x = (
+            group.astype(np.uint64)[:, None] * np.uint64(0x9E3779B97F4A7C15)
+            + member.astype(np.uint64)[:, None]
+        )
+        x = (x ^ (x >> np.uint64(29))) * np.uint64(0xBF58476D1CE4E5B9) + rounds * np.uint64(
+            0x94D049BB133111EB
+        )
+        x = (x ^ (x >> np.uint64(32))) * np.uint64(0xBF58476D1CE4E5B9)
+    return x.view(np.int64)
+
+
+def _groups(group: np.ndarray, member: np.ndarray, label: np.ndarray) -> StarGroups:
+    return StarGroups(group, member, label, _hashes(group, member))
+
 
 @pytest.mark.parametrize("seed", [3, 4, 5])
 def test_union_find_merges_as_bfs_does(seed: int) -> None:
     rng = np.random.default_rng(seed)
     n = 400
-    groups = StarGroups(np.zeros(n, np.int64), np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64))
+    groups = _groups(np.zeros(n, np.int64), np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64))
     edges: list[tuple[int, int]] = []
     for _ in range(5):  # merges in several batches, as rounds do
         batch = rng.integers(0, n, size=(60, 2))
@@ -55,9 +77,9 @@ def test_copies_split_by_a_long_centre_are_joined() -> None:
     linear in the group (not the 19,900 of all pairs)."""
     n = 201
     member = np.arange(n, dtype=np.int64)
-    groups = StarGroups(np.zeros(n, dtype=np.int64), member, member.copy())
+    groups = _groups(np.zeros(n, dtype=np.int64), member, member.copy())
     similar = {(a, b) for a in range(1, n) for b in range(a + 1, n)}
-    split, tried, verified = _run(groups, similar, rounds=4, all_up_to=32)
+    split, tried, verified = _run(groups, similar, rounds=ROUNDS, all_up_to=32)
     assert split == 0
     labels = bfs_components(range(n), verified)
     assert len({labels[m] for m in range(1, n)}) == 1
@@ -69,10 +91,11 @@ def test_the_same_rows_in_any_order_give_the_same_rounds() -> None:
     does not change the centres or the pairs."""
     member = np.arange(1, 301, dtype=np.int64)
     group = (member - 1) // 60 * 60 + 1
-    first_groups = StarGroups(group, member, member.copy())
+    first_groups = _groups(group, member, member.copy())
     first = next_round(first_groups, first_groups.first_centres(), 1, 8)
     order = np.random.default_rng(9).permutation(len(member))
-    shuffled = StarGroups(group[order], member[order], member[order].copy())
+    hashes = _hashes(group, member)
+    shuffled = StarGroups(group[order], member[order], member[order].copy(), hashes[order])
     second = next_round(shuffled, shuffled.first_centres(), 1, 8)
     assert first is not None and second is not None
     assert (first.src.tolist(), first.dst.tolist()) == (second.src.tolist(), second.dst.tolist())
@@ -82,7 +105,7 @@ def test_the_same_rows_in_any_order_give_the_same_rounds() -> None:
 def test_a_group_alike_to_nothing_stays_split_and_is_counted() -> None:
     """No pair verifies: every round verifies none, and the group is counted as split."""
     member = np.arange(40, dtype=np.int64)
-    groups = StarGroups(np.zeros(40, dtype=np.int64), member, member.copy())
+    groups = _groups(np.zeros(40, dtype=np.int64), member, member.copy())
     split, tried, verified = _run(groups, set(), rounds=3, all_up_to=8)
     assert (split, verified) == (1, [])
     assert tried > 0

@@ -12,8 +12,10 @@ edges merge components (a union-find over the members' component labels), and th
 round looks again.
 
 Ids are codes here: rows of (group, member, label) as int64 codes that the stage makes
-from the documents' ids (`np.unique`, so the codes follow the ids' order, and the hashes
-follow the codes: the same input gives the same centres whatever its partitioning).
+from the documents' ids (`np.unique`, so the codes follow the ids' order). The hashes are
+Spark's (`xxhash64(group, id, round)`, computed in the job that collects the rows), and a
+hash tie goes to the smaller id, as in the distributed rounds: both paths choose the same
+centres, verify the same pairs and give the same clusters.
 """
 
 from __future__ import annotations
@@ -25,23 +27,6 @@ import numpy.typing as npt
 
 I64Array = npt.NDArray[np.int64]
 _FRACTION = 1 << 30  # the hash's resolution for the share of a group's outside members taken
-_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
-def _mix(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-    """splitmix64's finalizer: a bijection of 64-bit words that spreads every input bit."""
-    with np.errstate(over="ignore"):
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
-
-
-def member_hash(group: I64Array, member: I64Array, number: int) -> npt.NDArray[np.uint64]:
-    """A hash of (group, member, round) per row."""
-    with np.errstate(over="ignore"):
-        h = _mix(group.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15))
-        h = _mix(h ^ member.astype(np.uint64))
-        return _mix(h ^ np.uint64(number))
 
 
 @dataclass
@@ -51,16 +36,19 @@ class StarGroups:
     `group`, `member`: one row per (group, member), the centre's own row included (group
     == member), sorted by group. `label`: each row's member's component, as a code of
     its own (members of one component share it; a member outside every component has
-    one of its own)."""
+    one of its own). `hashes`: each row's hash of (group, member, round), a column per
+    round from 1."""
 
     group: I64Array
     member: I64Array
     label: I64Array
+    hashes: I64Array
     parent: I64Array = field(init=False)  # union-find over label codes
 
     def __post_init__(self) -> None:
         order = np.lexsort((self.member, self.group))
         self.group, self.member, self.label = self.group[order], self.member[order], self.label[order]
+        self.hashes = self.hashes.reshape(len(order), -1)[order]
         n_labels = int(self.label.max()) + 1 if len(self.label) else 0
         self.parent = np.arange(n_labels, dtype=np.int64)
 
@@ -125,17 +113,18 @@ def next_round(groups: StarGroups, centre_rows: I64Array, number: int, all_up_to
     if len(rows) == 0:
         return None
     g, m = groups.group[rows], groups.member[rows]
-    h = member_hash(g, m, number)
+    h = groups.hashes[rows, number - 1]
     # Per group (rows are sorted by group): its outside count and its least hash.
     starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
     counts = np.diff(np.r_[starts, len(g)])
     n_out = np.repeat(counts, counts)
-    order = np.lexsort((m, h, g))  # within a group: by hash, then member (a total order)
+    order = np.lexsort((m, h, g))  # within a group: by hash, then member (Spark's min of a struct)
     least_rows = order[starts]
     is_least = np.zeros(len(g), dtype=bool)
     is_least[least_rows] = True
     share = float(_FRACTION) * 2.0 ** (number - 1) / n_out
-    take = (n_out <= all_up_to) | is_least | ((h % np.uint64(_FRACTION)).astype(np.float64) < share)
+    # Spark's pmod: the non-negative remainder of the signed hash.
+    take = (n_out <= all_up_to) | is_least | (np.mod(h, _FRACTION).astype(np.float64) < share)
     chosen = rows[take]
     # A star from each chosen centre to every member of its group outside its component.
     group_starts = np.flatnonzero(np.r_[True, groups.group[1:] != groups.group[:-1]])

@@ -205,12 +205,27 @@ def _driver_rounds(
     """`further_stars` with the rounds' bookkeeping on the driver."""
     spark = stars.sparkSession
     id_type = stars.schema[C.SRC].dataType
-    found = collect_arrays(_labelled(star_members(stars), C.DOC_ID, labels), [C.GROUP, C.DOC_ID, _LABEL])
+    # The rounds' hashes, as the distributed rounds compute them (`_further_centres`).
+    hashes = [f"_h{number}" for number in range(1, max_rounds + 1)]
+    labelled = _labelled(star_members(stars), C.DOC_ID, labels).select(
+        C.GROUP,
+        C.DOC_ID,
+        _LABEL,
+        *[F.xxhash64(C.GROUP, C.DOC_ID, F.lit(n)).alias(h) for n, h in enumerate(hashes, start=1)],
+    )
+    found = collect_arrays(labelled, [C.GROUP, C.DOC_ID, _LABEL, *hashes])
     # Codes in the ids' order: `ids[code]` is the id.
     ids, codes = np.unique(np.concatenate([found[C.GROUP], found[C.DOC_ID]]), return_inverse=True)
     n = len(found[C.GROUP])
     _, label_codes = np.unique(found[_LABEL], return_inverse=True)
-    groups = StarGroups(codes[:n].astype(np.int64), codes[n:].astype(np.int64), label_codes.astype(np.int64))
+    by_round = (
+        np.stack([found[h].astype(np.int64) for h in hashes], axis=1)
+        if hashes
+        else np.empty((n, 0), np.int64)
+    )
+    groups = StarGroups(
+        codes[:n].astype(np.int64), codes[n:].astype(np.int64), label_codes.astype(np.int64), by_round
+    )
     centre_rows = groups.first_centres()
     pair_schema = T.StructType([T.StructField(C.SRC, id_type, False), T.StructField(C.DST, id_type, False)])
     src: list[np.ndarray] = []
