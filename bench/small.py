@@ -25,6 +25,7 @@ is made of.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import shutil
@@ -127,6 +128,11 @@ def _ratio(runs: list[Measure], bare: list[Measure], what: str) -> float:
     return _median([getattr(m, what) for m in runs]) / _median([getattr(m, what) for m in bare])
 
 
+def _documents(path: Path) -> int:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return sum(1 for _ in f)
+
+
 def render(bare: list[Measure], floor: list[Measure], trees: list[Tree]) -> str:
     walls = [m.wall for m in bare]
     lines = [
@@ -134,7 +140,7 @@ def render(bare: list[Measure], floor: list[Measure], trees: list[Tree]) -> str:
         "",
         "- command: `" + " ".join(["python", "-m", "bench", "small", *sys.argv[1:]]) + "`",
         "- sample: `neardup dedup --input data/sample/corpus.jsonl.gz --output OUT --overwrite` "
-        "(3,000 documents, local[*])",
+        f"({_documents(SAMPLE):,} documents, local[*])",
         "- bare: a Python process that starts a local[*] SparkSession, counts `spark.range(1000)` and stops",
         "- floor: the same start, then the sample read and written back as Parquet (what any Spark job "
         "that writes a kept corpus pays), then stop",

@@ -32,12 +32,12 @@ def test_sample_corpus_end_to_end(sample_run: tuple[Path, subprocess.CompletedPr
     with gzip.open(SAMPLE, "rt", encoding="utf-8") as f:
         n = sum(1 for _ in f)
     counts = report["counts"]
-    assert n == 3000
-    # data/sample/README.md, "Ground truth" at t = 0.8: 181 clusters (the largest 5), 262
-    # documents removed before the guard, 259 after it (2,741 kept); the 119 exact and
-    # format copies are exact duplicates.
-    want = {"input": 3000, "kept": 2741, "clusters": 181, "largest_cluster": 5}
-    want |= {"exact_duplicates": 119, "near_duplicates": 259 - 119, "rejected": 0}
+    assert n == 2254
+    # data/sample/README.md, "Ground truth" at t = 0.8: 316 clusters (the largest 192), 998
+    # documents removed before the guard; after it 330 clusters (the largest 167), 983 removed
+    # (1,271 kept), of which 574 are copies (equal normalized text) of a document before them.
+    want = {"input": 2254, "kept": 1271, "clusters": 330, "largest_cluster": 167}
+    want |= {"exact_duplicates": 574, "near_duplicates": 983 - 574, "rejected": 0}
     assert {k: counts[k] for k in want} == want
     assert set(report["seconds"]) >= {
         "read",
@@ -64,24 +64,25 @@ def test_sample_corpus_end_to_end(sample_run: tuple[Path, subprocess.CompletedPr
     assert report["guard"] == {
         "enabled": True,
         "threshold": 0.7,
-        "rounds": 2,
-        "failing_per_round": [3, 0],
+        "rounds": 4,
+        "failing_per_round": [82, 18, 1, 0],
         "scored_pairs": report["guard"]["scored_pairs"],
-        "clusters_split": 3,
-        "documents_rehomed": 3,
+        "clusters_split": 8,
+        "documents_rehomed": 82,
         "released": 0,
-        "moved_to_nearest": 0,
-        "largest_cluster_before": 5,
-        "largest_cluster_after": 5,
+        "moved_to_nearest": 55,
+        "largest_cluster_before": 192,
+        "largest_cluster_after": 167,
         "seconds": report["guard"]["seconds"],
     }
-    # No bucket of the sample is a star: the stage has nothing to resolve.
+    # The MIT, BSD and Apache licences (hundreds of copies with other holders) fill LSH buckets
+    # of more than lsh.all_pairs_up_to documents: stars, which the stars stage resolves.
     assert report["stars"] == {
-        "star_edges": 0,
-        "rounds": None,
-        "pairs": None,
-        "verified_pairs": None,
-        "still_split": None,
+        "star_edges": 552,
+        "rounds": 4,
+        "pairs": 9889,
+        "verified_pairs": 39,
+        "still_split": 1,
     }
     # One line per stage on stderr, no Python traceback.
     assert "stage sign" in proc.stderr and "Traceback" not in proc.stderr
@@ -181,8 +182,8 @@ def _chatter(text: str) -> list[str]:
 
 def test_stderr_holds_neardup_lines_only(sample_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
     """The README's first command: on stderr the first line, where Spark's log is, the
-    memory plan, one line per stage and nothing else; the summary on stdout. The log is
-    deleted when the run ends well."""
+    memory plan, one line per stage (and one per round of the stars stage) and nothing else;
+    the summary on stdout. The log is deleted when the run ends well."""
     from neardup import __version__
 
     out, proc = sample_run
@@ -198,20 +199,30 @@ def test_stderr_holds_neardup_lines_only(sample_run: tuple[Path, subprocess.Comp
         *(
             rf"{t}stage {name:<10} +\d+\.\d s  {counts}"
             for name, counts in [
-                ("read", "input=3,000"),
-                ("sign", "rejected=0, signed=3,000"),
-                ("exact", "exact_duplicates=119"),
-                ("candidates", f"candidate_pairs={n}, star_edges=0"),
+                ("read", "input=2,254"),
+                ("sign", "rejected=0, signed=2,254"),
+                ("exact", "exact_duplicates=574"),
+                ("candidates", f"candidate_pairs={n}, star_edges=552"),
                 ("verify", f"verified_pairs={n}"),
                 ("components", "components_backend=driver, components_iterations=0"),
-                ("stars", ""),
-                ("survivors", "clustered=260"),
+            ]
+        ),
+        *(
+            rf"{t}stars: round {i}, {k} further centres \(on the driver\)"
+            for i, k in enumerate([43, 15, 40, 44], 1)
+        ),
+        *(
+            rf"{t}stage {name:<10} +\d+\.\d s  {counts}"
+            for name, counts in [
+                ("stars", "star_rounds=4, star_pairs=9,889, stars_split=1, star_verified_pairs=39"),
+                ("survivors", "clustered=552"),
                 (
                     "guard",
-                    "clusters=181, largest_cluster=5, guard_rounds=2, clusters_split=3, documents_rehomed=3",
+                    "clusters=330, largest_cluster=167, guard_rounds=4, clusters_split=8, "
+                    "documents_rehomed=82",
                 ),
                 ("write", ""),
-                ("check", "kept=2,741, unique=2,560, exact_duplicates=119, near_duplicates=140, rejected=0"),
+                ("check", "kept=1,271, unique=941, exact_duplicates=574, near_duplicates=409, rejected=0"),
                 ("report", ""),
             ]
         ),
@@ -225,7 +236,7 @@ def test_stderr_holds_neardup_lines_only(sample_run: tuple[Path, subprocess.Comp
     log = re.fullmatch(want[1], lines[1])
     assert log is not None and not Path(log.group(1)).exists()
     summary = proc.stdout.splitlines()
-    assert len(summary) == 2 and summary[0].startswith("neardup: 3,000 documents in ")
+    assert len(summary) == 2 and summary[0].startswith("neardup: 2,254 documents in ")
     assert summary[1] == (
         f"Outputs in file:{out}: kept/ (the deduplicated corpus), clusters/ (every input id with its "
         "cluster and status), rejected/, report.json and report.html (open it in a browser)."
@@ -271,6 +282,6 @@ def test_spark_submit_keeps_spark_s_start_up_off_stderr(tmp_path: Path) -> None:
         cwd=ROOT,
     )
     assert proc.returncode == 86, (proc.stdout + proc.stderr)[-3000:]
-    assert re.search(r"stage read +\d+\.\d s  input=3,000", proc.stdout), proc.stdout
+    assert re.search(r"stage read +\d+\.\d s  input=2,254", proc.stdout), proc.stdout
     assert _chatter(proc.stderr) == [], proc.stderr
     assert [line for line in proc.stderr.splitlines() if " INFO " in line] == [], proc.stderr

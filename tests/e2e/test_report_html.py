@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from cli_process import SAMPLE, neardup
 
+from neardup.report.summary import TEXT_CHARS
 from report_dom import Node, external_references, parse, sample_pairs
 
 CHROMIUM = os.environ.get("NEARDUP_CHROMIUM", "/usr/bin/chromium")
@@ -87,6 +88,12 @@ def _input_texts() -> dict[int, str]:
         return {d["id"]: d["text"] for d in map(json.loads, f)}
 
 
+def _in_dom(text: str) -> str:
+    """Text as the page's DOM holds it: CR LF and CR are LF in HTML, and the page shows
+    control characters other than tab and line breaks (a licence's form feeds) as U+FFFD."""
+    return re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "\ufffd", re.sub(r"\r\n?", "\n", text))
+
+
 def test_tables_match_report_json_and_clusters(page: dict) -> None:
     root, report = page["dom"], page["report"]
     counts = {k: v for k, v in report["counts"].items() if v is not None}
@@ -105,7 +112,7 @@ def test_tables_match_report_json_and_clusters(page: dict) -> None:
     assert [r[0] for r in shown] == [str(i) for i in range(1, 11)]
     texts = _input_texts()
     for r in shown:
-        assert r[3].startswith(texts[int(r[1])][:200]), r[1]
+        assert r[3].startswith(_in_dom(texts[int(r[1])][:200])), r[1]
 
 
 def test_figures_have_titles(page: dict) -> None:
@@ -121,7 +128,9 @@ def test_figures_have_titles(page: dict) -> None:
         assert svg.lstrip().startswith("<?xml") and "<svg" in svg and "</svg>" in svg, ident
     assert "18 bands x 5 rows" in figures["fig-s-curve"].text()
     report = page["report"]
-    assert f"({report['counts']['verified_pairs']:,} pairs;" in figures["fig-similarity"].text()
+    # Every verified pair: verify's and the stars stage's (the sample's licences make stars).
+    verified = report["counts"]["verified_pairs"] + (report["stars"]["verified_pairs"] or 0)
+    assert report["stars"]["verified_pairs"] and f"({verified:,} pairs;" in figures["fig-similarity"].text()
     rows = pq.read_table(page["out"] / "clusters").to_pylist()
     scored = sum(1 for r in rows if not r["kept"] and r["similarity"] is not None)
     assert f"({scored:,} removed documents;" in figures["fig-removed-similarity"].text()
@@ -141,13 +150,16 @@ def test_samples_show_kept_and_removed_texts(page: dict) -> None:
             removed = int(p.removed_header.split()[2])
             assert rows[removed]["cluster_id"] == kept and not rows[removed]["kept"]
             assert p.removed_header.startswith(rows[removed]["status"].replace("_", " "))
-            # The texts, whole (the sample's are short), with the differing words marked.
-            assert p.kept_text == texts[kept] and p.removed_text == texts[removed]
-            kept_words, removed_words = texts[kept].split(), texts[removed].split()
-            assert all(w in kept_words for d in p.deleted for w in d.split())
-            assert all(w in removed_words for i in p.inserted for w in i.split())
-            if rows[removed]["status"] == "near_duplicate":
-                assert p.deleted or p.inserted
+            # The texts up to the page's cut and a note of it, the differing words marked.
+            for text, shown in ((texts[kept], p.kept_text), (texts[removed], p.removed_text)):
+                cut = len(text) > TEXT_CHARS
+                note = f" … (first {TEXT_CHARS:,} of {len(text):,} characters)" if cut else ""
+                assert shown == _in_dom(text[:TEXT_CHARS]) + note
+            kept_cut, removed_cut = texts[kept][:TEXT_CHARS], texts[removed][:TEXT_CHARS]
+            assert all(w in _in_dom(kept_cut).split() for d in p.deleted for w in d.split())
+            assert all(w in _in_dom(removed_cut).split() for i in p.inserted for w in i.split())
+            # Marks where the shown words differ (a near duplicate's may differ past the cut only).
+            assert bool(p.deleted or p.inserted) == (kept_cut.split() != removed_cut.split())
 
 
 def test_guard_section_shows_report_json_s_guard(page: dict) -> None:
@@ -174,8 +186,10 @@ def test_guard_section_shows_report_json_s_guard(page: dict) -> None:
 def test_the_page_makes_no_request(page: dict) -> None:
     html = page["html"]
     assert external_references(parse(html)) == [] and external_references(page["dom"]) == []
-    # No address at all outside the SVGs' base64 (whose XML namespaces are names, not requests).
-    assert not re.search(r"(?i)(https?:)?//[a-z0-9]", re.sub(r"base64,[A-Za-z0-9+/=]+", "", html))
+    # No address in any tag or style outside the SVGs' base64 (whose XML namespaces are names,
+    # not requests). The documents' own text may name addresses (licences do): text, not links.
+    markup = re.findall(r"<style>.*?</style>|<[^>]*>", re.sub(r"base64,[A-Za-z0-9+/=]+", "", html), re.S)
+    assert not [m for m in markup if re.search(r"(?i)(https?:)?//[a-z0-9]", m)]
     for src in re.findall(r'src="data:image/svg\+xml;base64,([^"]+)"', html):
         svg = base64.b64decode(src).decode()
         assert not re.search(r'href="(?!#)', svg) and "url(http" not in svg

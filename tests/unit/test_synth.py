@@ -20,12 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import script_module
 from neardup_testkit import reference as gt
 from neardup_testkit import synth
 from neardup_testkit.synth import CorpusSpec, generate
-
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "data" / "sample" / "corpus.jsonl.gz"
 
 
 @pytest.fixture(scope="module")
@@ -212,14 +210,14 @@ def test_parquet_round_trips(tmp_path: Path) -> None:
     assert pq.read_table(tmp_path / "c.parquet").equals(table)
 
 
-@pytest.mark.skipif(not SAMPLE.exists(), reason="sample corpus not generated")
-def test_shipped_sample_is_sound() -> None:
-    """data/sample/corpus.jsonl.gz: 3,000 unique ids and planted clusters of every kind.
-
-    (Byte reproducibility of the file is not asserted: numpy may change how a
-    distribution draws from its stream in a feature release; the script regenerates it.)
-    """
-    table = synth.read_jsonl_gz(SAMPLE)
+def test_the_synthetic_sample_is_sound(tmp_path: Path) -> None:
+    """The synthetic corpus that was the shipped sample (scripts/make_sample_corpus.py
+    --num-docs 3000 --seed 7; data/sample/ now holds real text): 3,000 unique ids and
+    planted clusters of every kind."""
+    script = script_module.load("make_sample_corpus")
+    out = tmp_path / "corpus.jsonl.gz"
+    assert script.main(["--num-docs", "3000", "--seed", "7", "--out", str(out)]) == 0
+    table = synth.read_jsonl_gz(out)
     assert table.num_rows == 3000
     ids = table.column("id").to_pylist()
     assert len(set(ids)) == 3000
@@ -228,14 +226,7 @@ def test_shipped_sample_is_sound() -> None:
 
 
 def test_sample_script_writes_what_generate_makes(tmp_path: Path) -> None:
-    import importlib.util
-
-    spec_ = importlib.util.spec_from_file_location(
-        "make_sample_corpus", ROOT / "scripts" / "make_sample_corpus.py"
-    )
-    assert spec_ is not None and spec_.loader is not None
-    script = importlib.util.module_from_spec(spec_)
-    spec_.loader.exec_module(script)
+    script = script_module.load("make_sample_corpus")
     out = tmp_path / "s.jsonl.gz"
     assert script.main(["--num-docs", "40", "--seed", "3", "--out", str(out)]) == 0
     expected = tmp_path / "e.jsonl.gz"
