@@ -109,3 +109,11 @@ def test_a_group_alike_to_nothing_stays_split_and_is_counted() -> None:
     split, tried, verified = _run(groups, set(), rounds=3, all_up_to=8)
     assert (split, verified) == (1, [])
     assert tried > 0
+
+
+def test_no_star_groups_no_round() -> None:
+    """Empty input (no star edge): no round, nothing split."""
+    empty = np.empty(0, dtype=np.int64)
+    groups = StarGroups(empty, empty, empty, np.empty((0, ROUNDS), dtype=np.int64))
+    assert next_round(groups, groups.first_centres(), 1, 8) is None
+    assert split_groups(groups, groups.first_centres()) == 0

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 I64Array = npt.NDArray[np.int64]
-_FRACTION = 1 << 30  # the hash's resolution for the share of a group's outside members taken
+FRACTION = 1 << 30  # the hash's resolution for the share of a group's outside members taken
 
 
 @dataclass
@@ -48,7 +48,7 @@ class StarGroups:
     def __post_init__(self) -> None:
         order = np.lexsort((self.member, self.group))
         self.group, self.member, self.label = self.group[order], self.member[order], self.label[order]
-        self.hashes = self.hashes.reshape(len(order), -1)[order]
+        self.hashes = self.hashes.reshape(len(order), self.hashes.shape[-1])[order]
         n_labels = int(self.label.max()) + 1 if len(self.label) else 0
         self.parent = np.arange(n_labels, dtype=np.int64)
 
@@ -72,7 +72,7 @@ class StarGroups:
             up = p[r]
             if np.array_equal(up, r):
                 return r
-            p[r] = p[up]  # halve: point at the grandparent
+            p[r] = p[up]  # path splitting: each points at its grandparent
             r = up
 
     def union(self, a: I64Array, b: I64Array) -> None:
@@ -91,9 +91,11 @@ class StarGroups:
             self.parent[moved] = np.minimum(self.parent[moved], target[moved])
             ra, rb = self.roots(ra), self.roots(rb)
 
-    def outside(self, centre_rows: I64Array) -> npt.NDArray[np.bool_]:
-        """Rows whose member is outside the components of all its group's centres."""
-        root = self.roots(self.label)
+    def outside(self, centre_rows: I64Array, root: I64Array | None = None) -> npt.NDArray[np.bool_]:
+        """Rows whose member is outside the components of all its group's centres (`root`:
+        the rows' label roots, where the caller has them)."""
+        if root is None:
+            root = self.roots(self.label)
         width = np.int64(len(self.parent) + 1)
         covered = np.unique(self.group[centre_rows] * width + root[centre_rows])
         return ~np.isin(self.group * width + root, covered)
@@ -108,7 +110,8 @@ class Round:
 
 def next_round(groups: StarGroups, centre_rows: I64Array, number: int, all_up_to: int) -> Round | None:
     """Round `number`'s further centres and star pairs, or None when no group is split."""
-    out = groups.outside(centre_rows)
+    root = groups.roots(groups.label)
+    out = groups.outside(centre_rows, root)
     rows = np.flatnonzero(out)
     if len(rows) == 0:
         return None
@@ -122,9 +125,9 @@ def next_round(groups: StarGroups, centre_rows: I64Array, number: int, all_up_to
     least_rows = order[starts]
     is_least = np.zeros(len(g), dtype=bool)
     is_least[least_rows] = True
-    share = float(_FRACTION) * 2.0 ** (number - 1) / n_out
+    share = float(FRACTION) * 2.0 ** (number - 1) / n_out
     # Spark's pmod: the non-negative remainder of the signed hash.
-    take = (n_out <= all_up_to) | is_least | (np.mod(h, _FRACTION).astype(np.float64) < share)
+    take = (n_out <= all_up_to) | is_least | (np.mod(h, FRACTION).astype(np.float64) < share)
     chosen = rows[take]
     # A star from each chosen centre to every member of its group outside its component.
     group_starts = np.flatnonzero(np.r_[True, groups.group[1:] != groups.group[:-1]])
@@ -135,7 +138,6 @@ def next_round(groups: StarGroups, centre_rows: I64Array, number: int, all_up_to
     centre_of = np.repeat(chosen, sizes)
     offsets = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
     member_rows = np.repeat(lo, sizes) + offsets
-    root = groups.roots(groups.label)
     keep = root[member_rows] != root[centre_of]
     a, b = groups.member[centre_of[keep]], groups.member[member_rows[keep]]
     pairs = np.unique(np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1), axis=0)

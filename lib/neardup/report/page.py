@@ -25,6 +25,7 @@ COUNT_LABELS = {
     "signed": "signed documents",
     "candidate_pairs": "candidate pairs (LSH)",
     "verified_pairs": "verified pairs",
+    "clustered": "documents in clusters (exact copies counted once)",
     "clusters": "clusters of duplicates",
     "largest_cluster": "largest cluster",
     "near_duplicates": "near duplicates (removed)",

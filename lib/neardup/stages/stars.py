@@ -48,7 +48,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup import columns as C
-from neardup.kernels.star_rounds import StarGroups, next_round, split_groups
+from neardup.kernels.star_rounds import FRACTION, StarGroups, next_round, split_groups
 from neardup.stages.components import checkpoint
 from neardup.stages.driver_frames import DRIVER_ID_TYPES, collect_arrays, frame_from_arrays
 
@@ -102,9 +102,6 @@ def relabel(labels: DataFrame, edges: DataFrame, components: Callable[[DataFrame
     )
 
 
-_FRACTION = 1 << 30  # the hash's resolution for the share of a group's outside members taken
-
-
 def _further_centres(outside: DataFrame, number: int, all_up_to: int) -> DataFrame:
     """(_group, _id) of the members outside their group's centres' components -> (_group,
     _centre) of round `number`: all of a group's when at most `all_up_to`, else its least
@@ -116,11 +113,11 @@ def _further_centres(outside: DataFrame, number: int, all_up_to: int) -> DataFra
     stats = hashed.groupBy(C.GROUP).agg(
         F.count(F.lit(1)).alias("_outside"), F.min(F.struct("_h", C.DOC_ID))[C.DOC_ID].alias("_least")
     )
-    share = F.lit(float(_FRACTION * 2 ** (number - 1))) / F.col("_outside")
+    share = F.lit(float(FRACTION * 2 ** (number - 1))) / F.col("_outside")
     take = (
         (F.col("_outside") <= all_up_to)
         | (F.col(C.DOC_ID) == F.col("_least"))
-        | (F.pmod(F.col("_h"), F.lit(_FRACTION)) < share)
+        | (F.pmod(F.col("_h"), F.lit(FRACTION)) < share)
     )
     return hashed.join(stats, C.GROUP).filter(take).select(C.GROUP, F.col(C.DOC_ID).alias(_CENTRE))
 
@@ -217,6 +214,9 @@ def _driver_rounds(
     # Codes in the ids' order: `ids[code]` is the id.
     ids, codes = np.unique(np.concatenate([found[C.GROUP], found[C.DOC_ID]]), return_inverse=True)
     n = len(found[C.GROUP])
+    if n == 0:
+        none = stars.select(C.SRC, C.DST, F.lit(None).cast("double").alias(C.SIMILARITY)).limit(0)
+        return StarRounds(none, 0, 0, 0)
     _, label_codes = np.unique(found[_LABEL], return_inverse=True)
     by_round = (
         np.stack([found[h].astype(np.int64) for h in hashes], axis=1)
