@@ -345,7 +345,6 @@ def _check_index(r: RunContext, inp: ReadResult, index: OpenIndex) -> tuple[None
 
 @dataclass(frozen=True)
 class _Against:
-    index: OpenIndex
     edges: _Edges  # (src, dst, _index_id) between batch representatives and indexed documents
     nodes: DataFrame  # (_id): the indexed documents among them, the only ones verification reads
     n_nodes: int
@@ -380,7 +379,7 @@ def _against(
         level = StorageLevel.DISK_ONLY if method == "exact" else StorageLevel.MEMORY_AND_DISK
         sources = r.keep(read(r.spark, index, nodes, broadcastable(n_nodes)), level)
     counts = {"index_candidate_pairs": n, "index_candidates": n_nodes}
-    return _Against(index, _Edges(edges, n), nodes, n_nodes, sources), counts
+    return _Against(_Edges(edges, n), nodes, n_nodes, sources), counts
 
 
 @dataclass(frozen=True)
