@@ -7,9 +7,13 @@ of; it is split while a member is outside the components of all the group's cent
 far. Each round, every split group takes further centres among its outside members (all
 of them when at most `all_up_to`, else the least by a hash of (group, member, round) and
 about 2^(round-1) more, those whose hash falls in that share of its range), and a star from
-each to every member of the group outside the centre's component is verified. Verified
-edges merge components (a union-find over the members' component labels), and the next
-round looks again.
+each to every member of the group outside the centre's component is verified, in two
+steps: first its pairs to a sample of each other component of the group (up to
+`all_up_to` members, chosen by the same hash), then the rest of its pairs to the components
+the first step did not join it to. The second step skips only pairs whose ends are already
+joined, so the components are those of verifying every star pair, at a fraction of the
+pairs where a centre is like most of its group. Verified edges merge components (a
+union-find over the members' component labels), and the next round looks again.
 
 Ids are codes here: rows of (group, member, label) as int64 codes that the stage makes
 from the documents' ids (`np.unique`, so the codes follow the ids' order). The hashes are
@@ -104,12 +108,49 @@ class StarGroups:
 @dataclass(frozen=True)
 class Round:
     centre_rows: I64Array  # rows of the round's further centres
-    src: I64Array  # the star pairs to verify, as member codes, src < dst
+    src: I64Array  # the star pairs to verify first, as member codes, src < dst
     dst: I64Array
+    held_src: I64Array  # the rest of the star pairs, verified only where still needed (`rest`)
+    held_dst: I64Array
+
+
+def _pairs(a: I64Array, b: I64Array) -> I64Array:
+    """Unique (min, max) rows of the pairs a[i], b[i], sorted."""
+    return np.unique(np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1), axis=0).reshape(-1, 2)
+
+
+def _first_rows(keys: I64Array) -> tuple[I64Array, I64Array]:
+    """For `keys` sorted: the start of each run of equal keys, and each row's run length."""
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.empty(0, np.int64)
+    counts = np.diff(np.r_[starts, len(keys)])
+    return starts, np.repeat(counts, counts)
+
+
+def _sampled(groups: StarGroups, root: I64Array, number: int, up_to: int) -> npt.NDArray[np.bool_]:
+    """Each row: whether its member is in its (group, component)'s sample for round `number`:
+    all of them when at most `up_to`, else the least by the round's hash and those whose
+    hash falls in an up_to/size share of its range (as further centres are chosen)."""
+    h = groups.hashes[:, number - 1]
+    order = np.lexsort((groups.member, h, root, groups.group))
+    g, r = groups.group[order], root[order]
+    width = np.int64(len(groups.parent) + 1)
+    starts, size = _first_rows(g * width + r)
+    least = np.zeros(len(order), dtype=bool)
+    least[starts] = True
+    share = float(FRACTION) * up_to / size
+    take = (size <= up_to) | least | (np.mod(h[order], FRACTION).astype(np.float64) < share)
+    out = np.empty(len(order), dtype=bool)
+    out[order] = take
+    return out
 
 
 def next_round(groups: StarGroups, centre_rows: I64Array, number: int, all_up_to: int) -> Round | None:
-    """Round `number`'s further centres and star pairs, or None when no group is split."""
+    """Round `number`'s further centres and star pairs, or None when no group is split.
+
+    A centre's star is every member of its group outside its component; the pairs to verify
+    first are those to a sample of each other component of the group (`_sampled`, up to
+    `all_up_to` each), and the rest are held back: a held pair whose ends a verified first
+    pair has joined would only confirm it (`rest`)."""
     root = groups.roots(groups.label)
     out = groups.outside(centre_rows, root)
     rows = np.flatnonzero(out)
@@ -118,9 +159,7 @@ def next_round(groups: StarGroups, centre_rows: I64Array, number: int, all_up_to
     g, m = groups.group[rows], groups.member[rows]
     h = groups.hashes[rows, number - 1]
     # Per group (rows are sorted by group): its outside count and its least hash.
-    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-    counts = np.diff(np.r_[starts, len(g)])
-    n_out = np.repeat(counts, counts)
+    starts, n_out = _first_rows(g)
     order = np.lexsort((m, h, g))  # within a group: by hash, then member (Spark's min of a struct)
     least_rows = order[starts]
     is_least = np.zeros(len(g), dtype=bool)
@@ -139,9 +178,22 @@ def next_round(groups: StarGroups, centre_rows: I64Array, number: int, all_up_to
     offsets = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
     member_rows = np.repeat(lo, sizes) + offsets
     keep = root[member_rows] != root[centre_of]
-    a, b = groups.member[centre_of[keep]], groups.member[member_rows[keep]]
-    pairs = np.unique(np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1), axis=0)
-    return Round(chosen, pairs[:, 0], pairs[:, 1])
+    centre_of, member_rows = centre_of[keep], member_rows[keep]
+    first = _sampled(groups, root, number, all_up_to)[member_rows]
+    now = _pairs(groups.member[centre_of[first]], groups.member[member_rows[first]])
+    held = _pairs(groups.member[centre_of[~first]], groups.member[member_rows[~first]])
+    # A pair in two groups, sampled in one, is verified first only.
+    width = np.int64(int(groups.member.max()) + 1)
+    held = held[~np.isin(held[:, 0] * width + held[:, 1], now[:, 0] * width + now[:, 1])]
+    return Round(chosen, now[:, 0], now[:, 1], held[:, 0], held[:, 1])
+
+
+def rest(groups: StarGroups, star: Round) -> tuple[I64Array, I64Array]:
+    """The held pairs of `star` whose ends are still in different components, once its
+    first pairs' verified edges are merged: the others would join nothing."""
+    a, b = star.held_src, star.held_dst
+    apart = groups.roots(groups.label_of(a)) != groups.roots(groups.label_of(b))
+    return a[apart], b[apart]
 
 
 def split_groups(groups: StarGroups, centre_rows: I64Array) -> int:

@@ -12,7 +12,17 @@ A star group is a centre with every document it is the centre of (its star edges
 a member is outside the components of all the group's centres so far. Round by round, each
 split group takes further centres among such members, and a star from each to every member
 outside its component is verified. The verified edges join the graph, and the group is
-whole once every member is a centre or in a centre's component. Further centres are chosen
+whole once every member is a centre or in a centre's component.
+
+A star is verified in two steps. First a centre's pairs to a sample of each other component
+of its group: every member of a component of at most `lsh.all_pairs_up_to` in the group,
+else about that many by the round's hash. Then, once those edges have joined components,
+its pairs to the components it is still apart from. The second step leaves out only pairs
+whose ends are already joined, so the components are the same as verifying the whole star;
+where a centre is like most of its group (a notice copied 20,000 times, its first centre
+alike to most copies) a further centre verifies about a sample per component instead of
+the whole group again. On real text a further centre is a licence's copy against a
+component of long files: the sample fails, and the second step tries the rest. Further centres are chosen
 by a hash of group, member and round, not as the smallest ids again: a corpus's order could
 make those the same kind of document each time.
 
@@ -48,7 +58,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup import columns as C
-from neardup.kernels.star_rounds import FRACTION, StarGroups, next_round, split_groups
+from neardup.kernels.star_rounds import FRACTION, StarGroups, next_round, rest, split_groups
 from neardup.stages.components import checkpoint
 from neardup.stages.driver_frames import DRIVER_ID_TYPES, collect_arrays, frame_from_arrays
 
@@ -56,10 +66,13 @@ log = logging.getLogger("neardup")
 _LABEL = "_label"  # a document's component: the smallest id in it, or its own id
 _CENTRE = "_centre"
 _NEW = "_new_component"
+_FIRST = "_first"  # a star pair verified in a round's first step
 # The rule, in the fingerprint of the stage's result under _work/.
 RULE = (
     "further centres: all outside members up to all_pairs_up_to, else the least by a hash of (group,"
-    " member, round) and those whose hash falls in a 2^(round-1)/outside share of its range"
+    " member, round) and those whose hash falls in a 2^(round-1)/outside share of its range; each"
+    " centre's pairs to a sample of up to all_pairs_up_to of each other component first, the rest"
+    " where still apart"
 )
 
 
@@ -122,6 +135,33 @@ def _further_centres(outside: DataFrame, number: int, all_up_to: int) -> DataFra
     return hashed.join(stats, C.GROUP).filter(take).select(C.GROUP, F.col(C.DOC_ID).alias(_CENTRE))
 
 
+def _sampled(labelled: DataFrame, number: int, up_to: int) -> DataFrame:
+    """(_group, _id, _label) -> the same with _first: whether the member is in its (group,
+    component)'s sample for round `number`: all of them when at most `up_to`, else the least
+    by a hash of (group, member, round) and those whose hash falls in an up_to/size share of
+    its range. A centre's pairs to the sample are verified first, the rest where still
+    needed. An aggregation and a join, as in `_further_centres`."""
+    hashed = labelled.withColumn("_h", F.xxhash64(C.GROUP, C.DOC_ID, F.lit(number)))
+    stats = hashed.groupBy(C.GROUP, _LABEL).agg(
+        F.count(F.lit(1)).alias("_size"), F.min(F.struct("_h", C.DOC_ID))[C.DOC_ID].alias("_least")
+    )
+    share = F.lit(float(FRACTION * up_to)) / F.col("_size")
+    first = (
+        (F.col("_size") <= up_to)
+        | (F.col(C.DOC_ID) == F.col("_least"))
+        | (F.pmod(F.col("_h"), F.lit(FRACTION)) < share)
+    )
+    return hashed.join(stats, [C.GROUP, _LABEL]).select(C.GROUP, C.DOC_ID, _LABEL, first.alias(_FIRST))
+
+
+def _apart(pairs: DataFrame, labels: DataFrame) -> DataFrame:
+    """(src, dst) pairs -> those whose ends are in different components of `labels`."""
+    with_src = _labelled(pairs, C.SRC, labels).withColumnRenamed(_LABEL, "_src_label")
+    return (
+        _labelled(with_src, C.DST, labels).filter(F.col("_src_label") != F.col(_LABEL)).select(C.SRC, C.DST)
+    )
+
+
 def _bounded(components: Callable[[DataFrame, int], DataFrame], n: int, graph: DataFrame) -> DataFrame:
     return components(graph, n)
 
@@ -154,7 +194,7 @@ def further_stars(
         C.GROUP, F.col(C.DOC_ID).alias(_CENTRE)
     )
     found: list[DataFrame] = []
-    pairs = 0
+    pairs = rounds = 0
     for number in range(1, max_rounds + 2):
         labelled = keep(_labelled(members, C.DOC_ID, labels))
         covered = _labelled(centres, _CENTRE, labels).select(C.GROUP, _LABEL).distinct()
@@ -165,23 +205,36 @@ def further_stars(
             break
         log.info("stars: round %d, %d split star groups get further centres", number, split)
         centre = _labelled(chosen, _CENTRE, labels).withColumnRenamed(_LABEL, "_centre_label")
-        star = (
-            labelled.join(centre, C.GROUP)
+        star = keep(
+            _sampled(labelled, number, all_up_to)
+            .join(centre, C.GROUP)
             .filter(F.col(_LABEL) != F.col("_centre_label"))
             .select(
                 F.least(C.DOC_ID, _CENTRE).alias(C.SRC),
                 F.greatest(C.DOC_ID, _CENTRE).alias(C.DST),
+                _FIRST,
             )
-            .distinct()
         )
-        star = keep(star)
-        count = star.count()
-        pairs += count
-        # Checkpointed: each round's plans would otherwise hold every round before, and
-        # planning them took minutes by the third round.
-        verified = checkpoint(verify(star, count))
-        found.append(verified)
-        labels = checkpoint(relabel(labels, verified, partial(_bounded, components, count)))
+        first = keep(star.filter(F.col(_FIRST)).select(C.SRC, C.DST).distinct())
+        # A pair in two groups, sampled in one, is verified first only.
+        held = (
+            star.filter(~F.col(_FIRST))
+            .select(C.SRC, C.DST)
+            .distinct()
+            .join(first, [C.SRC, C.DST], "left_anti")
+        )
+        for step in range(2):
+            step_pairs = first if step == 0 else keep(_apart(held, labels))
+            count = step_pairs.count()
+            if step and count == 0:
+                break
+            pairs += count
+            # Checkpointed: each round's plans would otherwise hold every round before, and
+            # planning them took minutes by the third round.
+            verified = checkpoint(verify(step_pairs, count))
+            found.append(verified)
+            labels = checkpoint(relabel(labels, verified, partial(_bounded, components, count)))
+        rounds += 1
         centres = checkpoint(centres.unionByName(chosen.select(C.GROUP, _CENTRE)))
     edges = found[0] if found else None
     for more in found[1:]:
@@ -189,7 +242,7 @@ def further_stars(
         edges = edges.unionByName(more)
     if edges is None:
         edges = stars.select(C.SRC, C.DST, F.lit(None).cast("double").alias(C.SIMILARITY)).limit(0)
-    return StarRounds(edges, len(found), pairs, split)
+    return StarRounds(edges, rounds, pairs, split)
 
 
 def _driver_rounds(
@@ -240,15 +293,19 @@ def _driver_rounds(
         if star is None:
             break
         log.info("stars: round %d, %d further centres (on the driver)", number, len(star.centre_rows))
-        frame = frame_from_arrays(spark, {C.SRC: ids[star.src], C.DST: ids[star.dst]}, pair_schema)
-        verified = collect_arrays(verify(frame, len(star.src)), [C.SRC, C.DST, C.SIMILARITY])
-        rounds, pairs = rounds + 1, pairs + len(star.src)
-        a = np.searchsorted(ids, verified[C.SRC])
-        b = np.searchsorted(ids, verified[C.DST])
-        groups.union(groups.label_of(a), groups.label_of(b))
-        src.append(verified[C.SRC])
-        dst.append(verified[C.DST])
-        sim.append(verified[C.SIMILARITY].astype(np.float64))
+        for step in range(2):
+            a, b = (star.src, star.dst) if step == 0 else rest(groups, star)
+            if step and len(a) == 0:
+                break
+            frame = frame_from_arrays(spark, {C.SRC: ids[a], C.DST: ids[b]}, pair_schema)
+            verified = collect_arrays(verify(frame, len(a)), [C.SRC, C.DST, C.SIMILARITY])
+            pairs += len(a)
+            ends = np.searchsorted(ids, verified[C.SRC]), np.searchsorted(ids, verified[C.DST])
+            groups.union(groups.label_of(ends[0]), groups.label_of(ends[1]))
+            src.append(verified[C.SRC])
+            dst.append(verified[C.DST])
+            sim.append(verified[C.SIMILARITY].astype(np.float64))
+        rounds += 1
         centre_rows = np.concatenate([centre_rows, star.centre_rows])
     schema = T.StructType([*pair_schema.fields, T.StructField(C.SIMILARITY, T.DoubleType(), True)])
     if not src:
