@@ -269,8 +269,10 @@ def _guard(
     prefer = bool(pinned)
     scored: list[int] = []
 
-    def score(pairs: Any) -> Any:
+    def score(pairs: Any, bound: int | None) -> Any:
         scored.append(pairs.count())
+        # A bound the guard gives must hold: the scoring sizes its tasks by it.
+        assert bound is None or scored[-1] <= bound
         # From the kept document, whichever id is smaller (as verify_pairs scores them).
         ordered = pairs.select(F.least(C.SRC, C.DST).alias(C.SRC), F.greatest(C.SRC, C.DST).alias(C.DST))
         sims = ordered.join(table, [C.SRC, C.DST])

@@ -577,11 +577,16 @@ def _guard(
         # exact verification kept.
         texts = edges.texts if edges.texts is not None else docs
 
-        def score(pairs: DataFrame) -> DataFrame:
+        def score(pairs: DataFrame, bound: int | None) -> DataFrame:
             # Every pair, whatever its score: threshold 0. The pairs are kept: the sample
-            # that looks for large stars and the scoring both read them.
+            # that looks for large stars and the scoring both read them. A later round scores
+            # its failing documents alone: where they are few, no star of them is worth a
+            # sampling job.
+            split = split_stars
+            if bound is not None:
+                split = split_threshold(r.spark, cfg.verify.split_stars_over, bound, largest=bound)
             return verify_pairs(
-                r.keep(pairs), sigs, texts, scoring.inp.params, cfg.verify.method, 0.0, small, split_stars
+                r.keep(pairs), sigs, texts, scoring.inp.params, cfg.verify.method, 0.0, small, split
             )
 
         def regroup(own_edges: DataFrame) -> DataFrame:

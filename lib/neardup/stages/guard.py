@@ -73,7 +73,7 @@ class GuardStats:
 def guard_clusters(
     clustered: DataFrame,
     edges: DataFrame,
-    score: Callable[[DataFrame], DataFrame],
+    score: Callable[[DataFrame, int | None], DataFrame],
     choose: Callable[[DataFrame], DataFrame],
     components: Callable[[DataFrame], DataFrame],
     keep: Callable[[DataFrame], DataFrame],
@@ -87,8 +87,9 @@ def guard_clusters(
     edges (src, dst, similarity): the verified edges, src < dst
     -> (_id, _kept_id, similarity) for the same ids, and the guard's figures.
 
-    score: (src, dst) pairs, src the kept document (its id larger or smaller) -> (src, dst,
-    similarity) for every pair; choose: a frame (_id, _component) -> (_id, _kept_id) by
+    score: (src, dst) pairs, src the kept document (its id larger or smaller), and a bound on
+    their number where the guard knows one (None: at most one per clustered document) ->
+    (src, dst, similarity) for every pair; choose: a frame (_id, _component) -> (_id, _kept_id) by
     the survivor policy; components: edges (src, dst) -> (_id, _component); keep: persist
     a frame for the rest of the run. threshold None: the guard is off and the removed
     documents are only scored. pinned (_id): documents never removed (indexed ones),
@@ -109,9 +110,10 @@ def guard_clusters(
         clears = clears & F.col(_PINNED).isNull()
     is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
     is_failing = ~is_kept & ~clears
+    bound: int | None = None  # the pairs a round scores: after the first, its failing documents
     while True:
         stats.rounds += 1
-        sims = _similarity_to_kept(pending, edge_sims, score)
+        sims = _similarity_to_kept(pending, edge_sims, score, bound)
         sims = keep(sims.join(flags, C.DOC_ID, "left") if flags is not None else sims)
         # One job for the round's figures; it also fills the kept frame the rest reads.
         row = sims.agg(
@@ -145,13 +147,16 @@ def guard_clusters(
         regrouped = keep(components(own.select(C.SRC, C.DST)))
         settled.append(_alone(ids.join(regrouped.select(C.DOC_ID), C.DOC_ID, "left_anti")))
         pending = keep(choose(regrouped))
+        bound = n_failing
     out = settled[0]
     for part in settled[1:]:
         out = out.unionByName(part)
     if threshold is not None and nearest_below is not None and stats.clusters_split:
         # Checkpointed, before and after: the rounds' plans, unioned and joined again, took
         # minutes to plan and ran the driver out of memory on the planted chains.
-        out, stats.moved_to_nearest = _nearest_kept(checkpoint(out), clustered, score, keep, nearest_below)
+        out, stats.moved_to_nearest = _nearest_kept(
+            checkpoint(out), clustered, lambda pairs: score(pairs, None), keep, nearest_below
+        )
         out = checkpoint(out)
     return out, stats
 
@@ -211,7 +216,10 @@ def _alone(ids: DataFrame) -> DataFrame:
 
 
 def _similarity_to_kept(
-    pending: DataFrame, edge_sims: DataFrame, score: Callable[[DataFrame], DataFrame]
+    pending: DataFrame,
+    edge_sims: DataFrame,
+    score: Callable[[DataFrame, int | None], DataFrame],
+    bound: int | None,
 ) -> DataFrame:
     """pending (_id, _kept_id) -> (_id, _kept_id, similarity, _fresh): a removed document's
     similarity to its kept document (null for the kept ones), and whether it was scored
@@ -230,7 +238,7 @@ def _similarity_to_kept(
     # kept text is sent, normalized and shingled once per group (or part of a large one),
     # not once per removed document with a smaller id.
     missing = known.filter(F.col(_FRESH)).select(F.col(C.KEPT_ID).alias(C.SRC), F.col(C.DOC_ID).alias(C.DST))
-    fresh = score(missing).select(
+    fresh = score(missing, bound).select(
         F.col(C.SRC).alias(C.KEPT_ID), F.col(C.DST).alias(C.DOC_ID), F.col(C.SIMILARITY).alias(_SCORED)
     )
     known = known.join(fresh, [C.DOC_ID, C.KEPT_ID], "left").withColumn(
