@@ -129,8 +129,9 @@ def test_figures_have_titles(page: dict) -> None:
     assert "18 bands x 5 rows" in figures["fig-s-curve"].text()
     report = page["report"]
     # Every verified pair: verify's and the stars stage's (the sample's licences make stars).
-    verified = report["counts"]["verified_pairs"] + (report["stars"]["verified_pairs"] or 0)
-    assert report["stars"]["verified_pairs"] and f"({verified:,} pairs;" in figures["fig-similarity"].text()
+    candidates, further = report["counts"]["verified_pairs"], report["stars"]["verified_pairs"]
+    caption = f"({candidates + further:,} pairs: {candidates:,} of the candidates and {further:,} of further"
+    assert further and caption in figures["fig-similarity"].text()
     rows = pq.read_table(page["out"] / "clusters").to_pylist()
     scored = sum(1 for r in rows if not r["kept"] and r["similarity"] is not None)
     assert f"({scored:,} removed documents;" in figures["fig-removed-similarity"].text()

@@ -266,10 +266,11 @@ def render(report: Mapping[str, Any], summary: Summary) -> str:
 
     t_sim = "Similarity of verified pairs"
     h = summary.edge_similarity
-    caption = (
-        f"({h.total:,} pairs{f'; {h.missing:,} not scored (verify.method none)' if h.missing else ''}; "
-        f"dashed line: verify.threshold {verify_t:g})"
-    )
+    # The chart holds the further centres' edges too; the counts table's verified_pairs not.
+    further = int((report.get("stars") or {}).get("verified_pairs") or 0)
+    parts = f": {h.total - further:,} of the candidates and {further:,} of further centres" if further else ""
+    unscored = f"; {h.missing:,} not scored (verify.method none)" if h.missing else ""
+    caption = f"({h.total:,} pairs{parts}{unscored}; dashed line: verify.threshold {verify_t:g})"
     fig_sim = _figure(
         "fig-similarity",
         charts.similarity_histogram(h, verify_t, f"similarity ({verify.get('method', 'exact')})", t_sim),
