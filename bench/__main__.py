@@ -13,10 +13,12 @@ ground truth.
     python -m bench skew [--docs 100000]      # largest task / median task per stage, skewed corpus
     python -m bench scale [--docs 100000,1000000,10000000]  # Spark's metrics per stage; a billion
     python -m bench decontaminate [--e2e-docs 100000]  # decontamination's kernel and command
+    python -m bench components [--edges 1000000,10000000]  # components' backends, local and standalone
 
 Runs bench/e2e.py (bench/sign_kernels.py with `kernels`, bench/memory.py with `memory`, bench/realtext.py
 with `realtext`, bench/index.py with `index`, bench/small.py with `small`, bench/skew.py with `skew`,
-bench/scale.py with `scale`, bench/decontaminate.py with `decontaminate`)
+bench/scale.py with `scale`, bench/decontaminate.py with `decontaminate`, bench/components.py with
+`components`)
 from a source checkout (the repository's root as the working directory); see
 bench/README.md for what each tool runs and how it is measured.
 """
@@ -37,6 +39,7 @@ SCRIPTS = {
     "skew": "skew.py",
     "scale": "scale.py",
     "decontaminate": "decontaminate.py",
+    "components": "components.py",
 }
 
 if __name__ == "__main__":
