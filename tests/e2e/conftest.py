@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yarn
 from cli_process import SAMPLE, neardup
 from heavy import HeavyCorpus, build
 
@@ -54,3 +61,65 @@ def sample_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subproce
     out = tmp_path_factory.mktemp("sample") / "out"
     proc = neardup("dedup", "--input", str(SAMPLE), "--output", str(out))
     return out, proc
+
+
+def _run(cmd: list[str]) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+
+
+@pytest.fixture(scope="session")
+def packed_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtual environment with neardup's dependencies but no pyspark, packed by venv-pack:
+    what the README has a user ship to executors that have only Python (neardup itself goes
+    as spark-submit.sh's zip). Built once per stamp of its pins (the package's requirements,
+    the interpreter) and kept in the user's cache: a minute and a half of installing. The
+    standalone cluster's and YARN's tests ship it."""
+    # The package's requirements as installed (not its extras); the archive's interpreter is
+    # a link to this base interpreter, so its place and version are in the stamp too.
+    required = [r for r in importlib.metadata.requires("neardup") or [] if "extra ==" not in r]
+    pins = [*required, "venv-pack>=0.2,<1"]
+    where = [sys.version, sys.base_prefix, platform.platform()]
+    stamp = hashlib.sha256(json.dumps([where, pins]).encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "neardup-tests"
+    archive = cache / f"packed-env-{stamp}.tar.gz"
+    if archive.exists():
+        return archive
+    root = tmp_path_factory.mktemp("packed")
+    venv = root / "env"
+    _run([sys.executable, "-m", "venv", str(venv)])
+    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", *pins])
+    packed = root / "neardup-env.tar.gz"
+    _run([str(venv / "bin" / "venv-pack"), "-p", str(venv), "-o", str(packed), "-q"])
+    cache.mkdir(parents=True, exist_ok=True)
+    partial = archive.with_suffix(f".{os.getpid()}.partial")
+    shutil.copyfile(packed, partial)
+    partial.replace(archive)  # whole or absent, even with two test sessions at once
+    return archive
+
+
+@pytest.fixture(scope="session")
+def minicluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[yarn.MiniCluster]:
+    """Hadoop's minicluster (HDFS and YARN, yarn.py), one per test session. Skipped, saying
+    why, where its artifacts cannot be had (unless NEARDUP_REQUIRE_YARN is set: CI fetched
+    them); a cluster that does not come up fails with its log's tail. At the end every
+    process of it is killed: the JVM and any container still running."""
+    if shutil.which("java") is None:
+        pytest.skip("java is not on PATH")
+    try:
+        cp = yarn.classpath()
+    except yarn.Unavailable as e:
+        if os.environ.get(yarn.REQUIRED_ENV):
+            pytest.fail(f"{e} ({yarn.REQUIRED_ENV} is set)", pytrace=False)
+        pytest.skip(str(e))
+    try:
+        cluster = yarn.start(tmp_path_factory.mktemp("minicluster"), cp)
+    except yarn.StartFailed as e:
+        pytest.fail(str(e), pytrace=False)
+    print(f"minicluster: up in {cluster.started_in:.1f} s, {cluster.fs}")
+    try:
+        yield cluster
+    finally:
+        leftover = cluster.stop()
+        if leftover:
+            print(f"minicluster: killed {len(leftover)} container process(es) still running at the end")

@@ -7,11 +7,8 @@ pyarrow, numba or neardup): a run that ships no environment names this venv's Py
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
 import json
 import os
-import platform
 import re
 import shutil
 import signal
@@ -381,35 +378,6 @@ def test_killed_executors_change_nothing_and_a_killed_driver_s_rerun_resumes(
 
 
 # --- executors with a bare Python ----------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def packed_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A virtual environment with neardup's dependencies but no pyspark, packed by venv-pack:
-    what the README has a user ship to executors that have only Python (neardup itself goes
-    as spark-submit.sh's zip). Built once per stamp of its pins (the package's requirements,
-    the interpreter) and kept in the user's cache: a minute and a half of installing."""
-    # The package's requirements as installed (not its extras); the archive's interpreter is
-    # a link to this base interpreter, so its place and version are in the stamp too.
-    required = [r for r in importlib.metadata.requires("neardup") or [] if "extra ==" not in r]
-    pins = [*required, "venv-pack>=0.2,<1"]
-    where = [sys.version, sys.base_prefix, platform.platform()]
-    stamp = hashlib.sha256(json.dumps([where, pins]).encode()).hexdigest()[:16]
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "neardup-tests"
-    archive = cache / f"packed-env-{stamp}.tar.gz"
-    if archive.exists():
-        return archive
-    root = tmp_path_factory.mktemp("packed")
-    venv = root / "env"
-    _run([sys.executable, "-m", "venv", str(venv)])
-    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", *pins])
-    packed = root / "neardup-env.tar.gz"
-    _run([str(venv / "bin" / "venv-pack"), "-p", str(venv), "-o", str(packed), "-q"])
-    cache.mkdir(parents=True, exist_ok=True)
-    partial = archive.with_suffix(f".{os.getpid()}.partial")
-    shutil.copyfile(packed, partial)
-    partial.replace(archive)  # whole or absent, even with two test sessions at once
-    return archive
 
 
 def test_executors_with_only_a_bare_python_match_local_mode(
