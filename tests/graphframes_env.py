@@ -1,23 +1,50 @@
-"""Whether the GraphFrames jar for this pyspark is in ~/.m2, for tests that need it."""
+"""Whether the GraphFrames jars for this pyspark are in ~/.m2, for tests that need them."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
+
+
+def m2_folder(coordinate: str) -> Path:
+    """~/.m2/repository/<group as folders>/<artifact>/<version>: where `.ci/graphframes-jars`
+    installs an artifact and spark.jars.packages looks first."""
+    group, artifact, version = coordinate.split(":")
+    return Path.home() / ".m2" / "repository" / group.replace(".", "/") / artifact / version
 
 
 def graphframes_in_m2() -> str | None:
-    """The GraphFrames coordinate for this pyspark if its jar is in ~/.m2 (where `.ci/run`
-    fetches it and spark.jars.packages looks first), else None."""
+    """The GraphFrames coordinate for this pyspark if its jars (the core and graphx ones) are
+    in ~/.m2, else None."""
     from neardup.runtime.packages import graphframes_package
 
     coordinate = graphframes_package()
+    return coordinate if all(p.is_file() for p in graphframes_jars(coordinate)) else None
+
+
+def graphframes_jars(coordinate: str) -> list[Path]:
+    """The core jar of `coordinate` and the graphx jar its POM depends on, in ~/.m2."""
     group, artifact, version = coordinate.split(":")
-    folder = Path.home() / ".m2" / "repository" / group.replace(".", "/") / artifact / version
-    return coordinate if (folder / f"{artifact}-{version}.jar").is_file() else None
+    graphx = artifact.replace("graphframes-", "graphframes-graphx-", 1)
+    return [m2_folder(f"{group}:{a}:{version}") / f"{a}-{version}.jar" for a in (artifact, graphx)]
 
 
 GRAPHFRAMES = graphframes_in_m2()
 NO_GRAPHFRAMES = (
-    "GraphFrames is not in ~/.m2 (.ci/run fetches it with mvn dependency:get; Maven did not "
-    "serve it to this machine)"
+    "GraphFrames is not in ~/.m2 (.ci/graphframes-jars installs it; .ci/run sets "
+    "NEARDUP_REQUIRE_GRAPHFRAMES, which makes this a failure instead)"
 )
+
+
+def need_graphframes() -> str:
+    """The coordinate; skips the test without the jars, or fails it where CI installed them
+    (NEARDUP_REQUIRE_GRAPHFRAMES): there a missing jar is a broken install, not a machine
+    without GraphFrames."""
+    if GRAPHFRAMES is None:
+        if os.environ.get("NEARDUP_REQUIRE_GRAPHFRAMES"):
+            pytest.fail(NO_GRAPHFRAMES)
+        print(NO_GRAPHFRAMES)
+        pytest.skip(NO_GRAPHFRAMES)
+    return GRAPHFRAMES
