@@ -149,7 +149,7 @@ with DAG(
         archives=archives,
         conf=conf,
         # For components.backend=graphframes, add its package here, e.g.
-        # packages="io.graphframes:graphframes-spark4_2.13:0.10.0"; without it, `auto` uses the
+        # packages="io.graphframes:graphframes-spark4_2.13:0.11.0"; without it, `auto` uses the
         # built-in implementation.
     )
 

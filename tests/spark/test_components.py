@@ -1,9 +1,9 @@
-"""Connected components against an independent breadth-first search in plain Python."""
+"""Connected components against an independent breadth-first search in plain Python
+(GraphFrames' own: test_graphframes.py)."""
 
 from __future__ import annotations
 
 import random
-import re
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -12,10 +12,9 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from graphframes_env import GRAPHFRAMES, NO_GRAPHFRAMES
 from neardup.columns import COMPONENT, DOC_ID
 from neardup.errors import NeardupError, UsageError
-from neardup.stages.components import connected_components, graphframes_available
+from neardup.stages.components import connected_components
 from neardup_testkit import reference
 
 Edge = tuple[Any, Any]
@@ -249,65 +248,3 @@ def test_max_iterations_exceeded(spark: SparkSession) -> None:
 def test_unknown_backend(spark: SparkSession) -> None:
     with pytest.raises(UsageError, match=r"components\.backend"):
         connected_components(edges_df(spark, [(1, 2)], T.LongType()), backend="networkx")
-
-
-@pytest.mark.compat
-def test_graphframes_is_available_exactly_when_the_session_has_its_jar(spark: SparkSession) -> None:
-    # tests/conftest.py puts the jar on the session's packages when ~/.m2 holds it.
-    assert graphframes_available(spark) is (GRAPHFRAMES is not None)
-
-
-@pytest.mark.compat
-def test_graphframes_without_jar_is_a_usage_error(spark: SparkSession) -> None:
-    if graphframes_available(spark):
-        pytest.skip("GraphFrames jar is on the classpath")
-    # The package for the running Spark's major version and Scala binary version, as the
-    # JVM reports them (Spark 4.x: spark4_2.13; Spark 3.5: spark3_2.12).
-    jvm: Any = spark.sparkContext._jvm
-    scala = ".".join(str(jvm.scala.util.Properties.versionNumberString()).split(".")[:2])
-    package = f"io.graphframes:graphframes-spark{spark.version.split('.')[0]}_{scala}:"
-    with pytest.raises(UsageError, match=f"--packages {re.escape(package)}"):
-        connected_components(edges_df(spark, [(1, 2)], T.LongType()), backend="graphframes")
-
-
-def _graph(seed: int) -> list[Edge]:
-    """One graph of disjoint parts: two random graphs, and a long path with stars under
-    shuffled (sparse, signed) ids. GraphFrames' rounds follow the component of the largest
-    diameter, each round with a checkpoint, so one run of the parts together costs what the
-    path alone does: a run of each part cost tens of seconds apiece."""
-    rng = random.Random(seed)
-    # A path of 600 took minutes; 120 is still far longer than any other component here.
-    path = [(i, i + 1) for i in range(120)]
-    stars = [(c * 1000, c * 1000 + k) for c in range(1, 30) for k in range(1, 40)]
-    relabel = dict(zip(range(-1, 30_000), rng.sample(range(-(10**12), 10**12), 30_001), strict=True))
-    shuffled = [(relabel[a], relabel[b]) for a, b in path + [(a % 30_000, b % 30_000) for a, b in stars]]
-    parts = [random_graph(rng, 50, 40), random_graph(rng, 400, 350)]
-    # Every part's ids lie within +-10**12: each random part moves to a range of its own.
-    moved = [(a + k * 3 * 10**12, b + k * 3 * 10**12) for k, part in enumerate(parts, 1) for a, b in part]
-    return shuffled + moved
-
-
-def test_graphframes_agrees_with_bfs_and_builtin(spark: SparkSession) -> None:
-    if not graphframes_available(spark):
-        print(NO_GRAPHFRAMES)
-        pytest.skip(NO_GRAPHFRAMES)
-    edges = _graph(11)
-    df = edges_df(spark, edges, T.LongType())
-    gf, gf_stats = connected_components(df, backend="graphframes")
-    bi, _ = connected_components(df, backend="builtin")
-    assert gf_stats["backend"] == "graphframes"
-    gf_map = {r[DOC_ID]: r[COMPONENT] for r in gf.collect()}
-    assert gf_map == bfs_components(edges)
-    assert gf_map == {r[DOC_ID]: r[COMPONENT] for r in bi.collect()}
-
-
-@pytest.mark.compat
-def test_auto_uses_builtin_without_the_jar(spark: SparkSession) -> None:
-    from neardup.stages.components import graphframes_available
-
-    if graphframes_available(spark):
-        pytest.skip("GraphFrames jar is on the classpath: auto picks it")
-    edges = random_graph(random.Random(17), 40, 35)
-    result, stats = connected_components(edges_df(spark, edges, T.LongType()), backend="auto")
-    assert stats["backend"] == "builtin"
-    assert {r[DOC_ID]: r[COMPONENT] for r in result.collect()} == bfs_components(edges)

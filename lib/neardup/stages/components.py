@@ -10,8 +10,8 @@ component:
 - ``builtin``: large-star / small-star (Kiveris et al. 2014, "Connected
   Components in MapReduce and Beyond") with the DataFrame API only: no Python
   UDFs, nothing of the graph collected to the driver. O(log^2 n) rounds.
-- ``graphframes``: ``GraphFrame.connectedComponents()``, when the GraphFrames
-  jar is in the JVM (neardup adds its package to a session it starts with
+- ``graphframes``: ``GraphFrame.connectedComponents(algorithm="two_phase")``, when the
+  GraphFrames jar is in the JVM (neardup adds its package to a session it starts with
   ``components.backend: graphframes``; runtime/packages.py).
 
 ``auto`` picks the driver for few edges, else GraphFrames when its JVM class is already
@@ -33,7 +33,7 @@ from neardup.columns import COMPONENT, DOC_ID, DST, SRC
 from neardup.config import BACKENDS
 from neardup.errors import NeardupError, UsageError
 from neardup.kernels.graph_labels import smallest_labels
-from neardup.runtime.packages import GRAPHFRAMES_CLASS, graphframes_package
+from neardup.runtime.packages import GRAPHFRAMES_CLASS, class_loads, graphframes_package
 from neardup.stages.driver_frames import DRIVER_ID_TYPES, collect_arrays, frame_from_arrays
 
 _GRAPHFRAMES_CLASS = GRAPHFRAMES_CLASS
@@ -46,8 +46,8 @@ def _graphframes_hint() -> str:
         coordinate = "io.graphframes:graphframes-spark4_2.13:<version>"
     return (
         f"neardup adds it to a session it starts; to a session started elsewhere add "
-        f"--packages {coordinate} (./spark-submit.sh --with-graphframes), or set "
-        "components.backend=builtin"
+        f"--packages {coordinate} (./spark-submit.sh --with-graphframes) or its jars with "
+        "--jars, or set components.backend=builtin"
     )
 
 
@@ -65,15 +65,7 @@ def graphframes_available(spark: SparkSession) -> bool:
     Never raises: a missing class, a Spark Connect session (no py4j gateway) or a dead
     JVM all mean "not available".
     """
-    try:
-        jvm: Any = spark.sparkContext._jvm
-        # The context class loader is the one that sees jars added by --packages / --jars
-        # (the system class loader does not); graphframes-py loads its classes the same way.
-        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-        jvm.java.lang.Class.forName(_GRAPHFRAMES_CLASS, False, loader)
-        return True
-    except Exception:
-        return False
+    return class_loads(spark, _GRAPHFRAMES_CLASS)
 
 
 def connected_components(
@@ -136,10 +128,13 @@ def connected_components(
     10 for a 3,000-node path with shuffled ids).
 
     Spark work (graphframes): the normalized edges and the vertices are checkpointed
-    first, GraphFrames runs with adaptive execution switched off (both guard against
-    its known wrong-component bugs on recomputed or adaptive inputs), and its
-    component labels are mapped to the smallest id of each component (an aggregation
-    and a join), then checkpointed while adaptive execution is still off.
+    first, ids of a non-integral type numbered by that checkpoint (GraphFrames then
+    numbers nothing itself), GraphFrames' "two_phase" runs with adaptive execution
+    switched off (all three guard against its known wrong-component bugs on recomputed or
+    adaptive inputs), and its component labels are mapped back to the ids and to the
+    smallest id of each component (joins and an aggregation), then checkpointed while
+    adaptive execution is still off; the labels GraphFrames left persisted are then
+    unpersisted.
     """
     if backend not in BACKENDS:
         raise UsageError(f"components.backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
@@ -339,21 +334,44 @@ def _builtin_components(normalized: DataFrame, max_iterations: int) -> tuple[Dat
 def _graphframes_components(spark: SparkSession, normalized: DataFrame) -> DataFrame:
     from graphframes import GraphFrame
 
-    # Materialized inputs: GraphFrames has returned wrong components when its inputs
-    # were recomputed (graphframes issues #159, #428, #453).
+    # Materialized inputs: GraphFrames has returned wrong components when its inputs were
+    # recomputed (graphframes issues #159, #428, #453).
     edges = checkpoint(normalized)
-    vertices = checkpoint(
-        edges.select(F.col(SRC).alias("id")).unionByName(edges.select(F.col(DST).alias("id"))).distinct()
-    )
+    nodes = edges.select(F.col(SRC).alias(_U)).unionByName(edges.select(F.col(DST).alias(_U))).distinct()
+    if isinstance(edges.schema[SRC].dataType, T.IntegralType):
+        # GraphFrames labels integral ids as they are (as longs).
+        numbered = checkpoint(nodes.select(F.col(_U), F.col(_U).cast("long").alias("id")))
+        graph_edges = edges
+    else:
+        # Other ids numbered here, once: GraphFrames would number them itself with
+        # monotonically_increasing_id after a shuffle of its own, which numbers a recomputed
+        # or coalesced partition's rows anew (the cause of #428 and #453) and stays cached
+        # after the run. These numbers are fixed by the checkpoint that assigns them.
+        numbered = checkpoint(nodes.select(F.col(_U), F.monotonically_increasing_id().alias("id")))
+        graph_edges = edges.join(numbered.select(F.col(_U).alias(SRC), F.col("id").alias(_V)), SRC).join(
+            numbered.select(F.col(_U).alias(DST), F.col("id").alias(_MIN)), DST
+        )
+        graph_edges = graph_edges.select(F.col(_V).alias(SRC), F.col(_MIN).alias(DST))
     aqe_key = "spark.sql.adaptive.enabled"
     previous = spark.conf.get(aqe_key, "true")
-    # Adaptive execution is the other trigger of those wrong results; the result is
-    # checkpointed before AQE comes back, since DataFrames are evaluated lazily.
+    # Adaptive execution is the other trigger of those wrong results (GraphFrames switches it
+    # off itself as well); the result is checkpointed before AQE comes back, since DataFrames
+    # are evaluated lazily.
     spark.conf.set(aqe_key, "false")
+    labelled = None
     try:
-        labelled = GraphFrame(vertices, edges).connectedComponents()
-        smallest = labelled.groupBy("component").agg(F.min("id").alias(COMPONENT))
-        result = labelled.join(smallest, on="component").select(F.col("id").alias(DOC_ID), F.col(COMPONENT))
-        return checkpoint(result)
+        # Named, not GraphFrames' default: in 0.11.0 the default name "graphframes" is a
+        # deprecated alias of "two_phase", the one that agreed with breadth-first search on
+        # both Spark lines ("randomized_contraction" failed on Spark 4.3 and split string ids
+        # into singletons on 3.5; "graphx" takes one round per hop of the longest path).
+        labelled = GraphFrame(numbered.select("id"), graph_edges).connectedComponents(algorithm="two_phase")
+        labels = labelled.join(numbered, "id").select(F.col(_U).alias(DOC_ID), F.col("component"))
+        smallest = labels.groupBy("component").agg(F.min(DOC_ID).alias(COMPONENT))
+        return checkpoint(labels.join(smallest, "component").select(DOC_ID, COMPONENT))
     finally:
+        if labelled is not None:
+            # GraphFrames returns its labels persisted and leaves them so; the checkpoint
+            # holds the result, and the cached copy would sit in executors' memory for the
+            # rest of the run.
+            labelled.unpersist()
         spark.conf.set(aqe_key, previous or "true")

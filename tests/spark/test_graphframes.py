@@ -1,0 +1,167 @@
+"""GraphFrames' connected components against an independent breadth-first search and the
+built-in backend, on the shared session (its jars resolved from ~/.m2 by
+spark.jars.packages, tests/conftest.py), and a session started without them, in a process
+of its own. Marked `compat`: each Spark line has jars of its own (Spark 3.5: Scala 2.12)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+from test_components import Edge, bfs_components, edges_df, random_graph
+
+from graphframes_env import GRAPHFRAMES, need_graphframes
+from neardup.columns import COMPONENT, DOC_ID
+from neardup.runtime.packages import class_loads
+from neardup.stages.components import connected_components, graphframes_available
+
+pytestmark = pytest.mark.compat
+
+AQE = "spark.sql.adaptive.enabled"
+
+
+def _graph(seed: int) -> list[tuple[int, int]]:
+    """One graph of disjoint parts: two random graphs, and a long path with stars under
+    shuffled (sparse, signed) ids. GraphFrames' rounds follow the component of the largest
+    diameter, each round with a write of its edges, so one run of the parts together costs
+    what the path alone does: a run of each part cost tens of seconds apiece."""
+    rng = random.Random(seed)
+    # A path of 600 took minutes; 120 is still far longer than any other component here.
+    path = [(i, i + 1) for i in range(120)]
+    stars = [(c * 1000, c * 1000 + k) for c in range(1, 30) for k in range(1, 40)]
+    relabel = dict(zip(range(-1, 30_000), rng.sample(range(-(10**12), 10**12), 30_001), strict=True))
+    shuffled = [(relabel[a], relabel[b]) for a, b in path + [(a % 30_000, b % 30_000) for a, b in stars]]
+    parts = [random_graph(rng, 50, 40), random_graph(rng, 400, 350)]
+    # Every part's ids lie within +-10**12: each random part moves to a range of its own.
+    moved = [(a + k * 3 * 10**12, b + k * 3 * 10**12) for k, part in enumerate(parts, 1) for a, b in part]
+    return shuffled + moved
+
+
+def _persisted(spark: SparkSession) -> set[int]:
+    """Ids of the RDDs the session holds persisted (a cached DataFrame's among them)."""
+    return {int(i) for i in spark.sparkContext._jsc.getPersistentRDDs().keySet()}
+
+
+@contextlib.contextmanager
+def _adaptive(spark: SparkSession) -> Iterator[None]:
+    """Adaptive execution on, with shuffles of more partitions than the data needs, so it
+    coalesces them: the condition of GraphFrames' wrong components (issues #428, #453). The
+    shared session's small-input settings (AQE off, a partition per core) come back after."""
+    saved = {k: spark.conf.get(k) for k in (AQE, "spark.sql.shuffle.partitions")}
+    spark.conf.set(AQE, "true")
+    spark.conf.set("spark.sql.shuffle.partitions", "4")
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            spark.conf.set(k, v)
+
+
+@pytest.mark.parametrize("id_type", [T.LongType(), T.StringType()], ids=["long", "string"])
+def test_agrees_with_bfs_and_builtin_under_adaptive_execution_on_uncached_input(
+    spark: SparkSession, id_type: T.DataType
+) -> None:
+    """A 120-node path, 29 stars and two random graphs under shuffled ids; as strings too,
+    which GraphFrames numbers itself after a shuffle (with monotonically_increasing_id: a
+    recomputed or coalesced partition renumbers its rows, the cause its tracker gives for
+    #428 and #453). The input is a plan with a shuffle, neither cached nor checkpointed
+    (#159), and the session runs adaptive execution: the stage must give the components all
+    the same, put the session's setting back, and leave nothing of GraphFrames cached."""
+    need_graphframes()
+    assert graphframes_available(spark)
+    edges: list[Edge] = list(_graph(11))
+    if isinstance(id_type, T.StringType):
+        # String order is not the numbers' order: the smallest id of a component changes.
+        edges = [(f"n{a}", f"n{b}") for a, b in edges]
+    want = bfs_components(edges)
+    with _adaptive(spark):
+        uncached = edges_df(spark, edges, id_type).repartition(6, "src")
+        before = _persisted(spark)
+        result, stats = connected_components(uncached, backend="graphframes")
+        assert stats["backend"] == "graphframes"
+        assert spark.conf.get(AQE) == "true", "the session's adaptive execution is back on"
+        # GraphFrames returns its labels persisted; the stage unpersists them.
+        assert _persisted(spark) == before
+        assert result.schema[DOC_ID].dataType == id_type
+        got = {r[DOC_ID]: r[COMPONENT] for r in result.collect()}
+        builtin, _ = connected_components(uncached, backend="builtin")
+        from_builtin = {r[DOC_ID]: r[COMPONENT] for r in builtin.collect()}
+    assert len(got) == len(want)
+    assert got == want
+    assert got == from_builtin
+
+
+# A session without GraphFrames' jars, in a process of its own: the shared one has them.
+_WITHOUT_JARS = r"""
+import json, sys, tempfile
+from neardup.errors import UsageError
+from neardup.runtime.session import start
+from neardup.stages.components import connected_components, graphframes_available
+
+spark = start("local[1]", {"spark.ui.enabled": "false", "spark.driver.memory": "1g"}, small_input=True).spark
+spark.sparkContext.setCheckpointDir(tempfile.mkdtemp())
+jvm = spark.sparkContext._jvm
+edges = spark.createDataFrame([tuple(e) for e in json.loads(sys.argv[1])], "src long, dst long")
+out = {
+    "available": graphframes_available(spark),
+    "packages": spark.sparkContext.getConf().get("spark.jars.packages", ""),
+    "spark": spark.version,
+    "scala": str(jvm.scala.util.Properties.versionNumberString()),
+}
+try:
+    connected_components(edges, backend="graphframes")
+except UsageError as e:
+    out["error"] = str(e)
+result, stats = connected_components(edges, backend="auto")
+out["auto"] = stats["backend"]
+out["labels"] = [[r[0], r[1]] for r in result.collect()]
+with open(sys.argv[2], "w") as f:
+    json.dump(out, f)
+"""
+
+
+def test_without_the_jars(tmp_path: Path) -> None:
+    """In a session started without GraphFrames' jars: not available; the graphframes
+    backend is a usage error that names the package for the running Spark and Scala (Spark
+    4: graphframes-spark4_2.13, Spark 3.5: graphframes-spark3_2.12) and how to add it; `auto`
+    labels with the built-in backend, as breadth-first search does."""
+    edges = random_graph(random.Random(17), 40, 35) + [(10**13 + i, 10**13 + i + 1) for i in range(30)]
+    out = tmp_path / "out.json"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_JARS, json.dumps(edges), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(out.read_text())
+    assert got["available"] is False
+    assert got["packages"] == ""
+    scala = ".".join(got["scala"].split(".")[:2])
+    coordinate = f"io.graphframes:graphframes-spark{got['spark'].split('.')[0]}_{scala}:"
+    assert got["error"].startswith("components.backend=graphframes but the GraphFrames jar is not loaded")
+    assert f"--packages {coordinate}" in got["error"]
+    assert "--jars" in got["error"] and "components.backend=builtin" in got["error"]
+    assert got["auto"] == "builtin"
+    assert {a: b for a, b in got["labels"]} == bfs_components(edges)
+    if GRAPHFRAMES is not None:  # the shared session's jars are this line's
+        assert GRAPHFRAMES.startswith(coordinate)
+
+
+def test_shared_session_has_them(spark: SparkSession) -> None:
+    """The shared session's jars come from ~/.m2 through spark.jars.packages, the graphx jar
+    through the core jar's POM, as from Maven Central."""
+    need_graphframes()
+    assert graphframes_available(spark)
+    assert class_loads(spark, "org.apache.spark.graphframes.graphx.Graph")
