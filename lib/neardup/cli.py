@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neardup import __version__
@@ -253,7 +253,7 @@ def _session(
     args: argparse.Namespace,
     cfg: Any,
     run: RunFacts,
-    packages: Sequence[str] = (),
+    packages: Mapping[str, str] | None = None,
     preload: Sequence[str] = (),
     small_input: bool = False,
 ) -> Any:
@@ -292,11 +292,14 @@ def _dedup(args: argparse.Namespace, run: RunFacts) -> int:
     from neardup.report import check_renderer
 
     check_renderer(cfg)  # before the JVM starts
-    packages = []
+    packages: dict[str, str] = {}
     if cfg.components.backend == "graphframes":
-        from neardup.runtime.packages import graphframes_package
+        from neardup.runtime import packages as gf
 
-        packages.append(graphframes_package(cfg.components.graphframes_package))
+        missing = gf.graphframes_python_missing()
+        if missing:  # before the JVM starts: one line, not an import error stages later
+            raise UsageError(missing)
+        packages[gf.graphframes_package(cfg.components.graphframes_package)] = gf.GRAPHFRAMES_CLASS
     from neardup.runtime.session import small_local_input
 
     preload = _DEDUP_PRELOAD + (_HTML_PRELOAD if cfg.report.html else [])

@@ -147,25 +147,6 @@ def test_rerun_after_a_crash_resumes_from_finished_stages(
     assert not (tmp_path / "out.neardup-staging").exists() and not (out / "_work").exists()
 
 
-def test_both_components_backends_give_the_same_clusters(
-    sample_run: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path
-) -> None:
-    """The whole job with GraphFrames, which neardup adds to its session by itself."""
-    from graphframes_env import GRAPHFRAMES, NO_GRAPHFRAMES
-
-    if GRAPHFRAMES is None:
-        print(NO_GRAPHFRAMES)
-        pytest.skip(NO_GRAPHFRAMES)
-    out = tmp_path / "gf"
-    proc = neardup(
-        "dedup", "--input", str(SAMPLE), "--output", str(out), "--set", "components.backend=graphframes"
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads((out / "report.json").read_text())
-    assert report["components"]["backend"] == "graphframes"
-    assert _rows(out) == _rows(sample_run[0])
-
-
 # Spark's start-up chatter: the JVM's, log4j's and Hadoop's lines a bare Spark prints.
 CHATTER = (
     "WARNING: Using incubator modules: jdk.incubator.vector",

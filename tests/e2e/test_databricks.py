@@ -119,6 +119,10 @@ def test_job_definition_round_trips_and_runs_the_wheel_entry_point(which: str) -
     # whl library) in the jar's version: the Python side calls the jar's methods.
     (pypi,) = [lib.pypi.package for lib in libs if lib.pypi]
     assert pypi == f"graphframes-py=={jar_version}"
+    # The version neardup pins (its `graphframes` extra, the package it adds itself).
+    from neardup.runtime.packages import GRAPHFRAMES_VERSION
+
+    assert jar_version == GRAPHFRAMES_VERSION
 
     clusters = {c.job_cluster_key: c.new_cluster for c in settings.job_clusters}
     spec = clusters[task.job_cluster_key]

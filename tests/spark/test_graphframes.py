@@ -21,7 +21,8 @@ from test_components import Edge, bfs_components, edges_df, random_graph
 
 from graphframes_env import GRAPHFRAMES, need_graphframes
 from neardup.columns import COMPONENT, DOC_ID
-from neardup.runtime.packages import class_loads
+from neardup.runtime.packages import GRAPHFRAMES_CLASS, class_loads
+from neardup.runtime.session import start
 from neardup.stages.components import connected_components, graphframes_available
 
 pytestmark = pytest.mark.compat
@@ -165,3 +166,16 @@ def test_shared_session_has_them(spark: SparkSession) -> None:
     need_graphframes()
     assert graphframes_available(spark)
     assert class_loads(spark, "org.apache.spark.graphframes.graphx.Graph")
+
+
+def test_an_active_session_that_loads_it_is_not_told_of_the_package(spark: SparkSession) -> None:
+    """A session started elsewhere (a notebook, Databricks with its library) cannot take a
+    package; one whose JVM loads the package's class needs none, and nothing is reported as
+    not applied for it. A package whose class does not load is."""
+    need_graphframes()
+    absent = "org.example:absent:1.0"
+    # Not the coordinate the session was started with: its class loads all the same.
+    elsewhere = "io.graphframes:graphframes-from-a-cluster-library:1.0"
+    started = start(None, {}, packages={elsewhere: GRAPHFRAMES_CLASS, absent: "org.example.Absent"})
+    assert started.reused and started.spark is spark
+    assert started.not_applied == [absent]

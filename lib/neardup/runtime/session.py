@@ -33,6 +33,7 @@ from pyspark.sql import SparkSession
 
 from neardup.errors import NeardupError
 from neardup.runtime.memory import format_size, human, local_heap, machine_memory, parse_size
+from neardup.runtime.packages import class_loads, packages_to_add
 
 log = logging.getLogger("neardup")
 
@@ -83,7 +84,7 @@ def start(
     conf: Mapping[str, str],
     app_name: str = "neardup",
     quiet_jvm: bool = False,
-    packages: Sequence[str] = (),
+    packages: Mapping[str, str] | None = None,
     preload: Sequence[str] = (),
     small_input: bool = False,
 ) -> Started:
@@ -92,8 +93,12 @@ def start(
     With no master and no `spark.master` anywhere, local mode with every core. In local
     mode without a user's `spark.driver.memory` the heap is half of the machine's memory.
     `quiet_jvm` sends the output of a JVM launched here to a log file (named in errors).
-    `packages` (Maven coordinates) join `spark.jars.packages`; an active session cannot
-    take them (they are reported in `not_applied`). `preload`: modules the caller will need
+    `packages` (Maven coordinate -> a class of it) join `spark.jars.packages`, except where
+    that class is already there: a jar on `spark.jars` or `--jars` holds it (an air-gapped
+    cluster's copy; fetching would fail there), or the active session's JVM loads it. An
+    active session cannot take the others (they are reported in `not_applied`); under
+    spark-submit none is added, since its JVM started with what --packages and --jars gave
+    it and a package named later is never fetched. `preload`: modules the caller will need
     next, imported while a JVM launched here starts (`preloaded`). `small_input`: the caller
     knows the input is small (`small_local_input`): a local JVM then compiles with C1 only,
     adaptive execution is off and a shuffle has one partition per core (`local_settings`).
@@ -107,7 +112,8 @@ def start(
             except Exception:  # static settings cannot change on a live session
                 refused.append(k)
         loaded = active.sparkContext.getConf().get("spark.jars.packages", "") or ""
-        refused += [p for p in packages if p not in loaded.split(",")]
+        asked = (packages or {}).items()
+        refused += [p for p, cls in asked if p not in loaded.split(",") and not class_loads(active, cls)]
         return Started(active, True, "the active session's JVM", not_applied=refused)
     settings = dict(_DEFAULTS)
     if not master and "spark.master" not in conf and "MASTER" not in os.environ and not _submitted():
@@ -129,9 +135,10 @@ def start(
         user = conf.get("spark.driver.extraJavaOptions", "")
         settings["spark.driver.extraJavaOptions"] = " ".join([*java_options, user]).strip()
     merged = {**settings, **{k: v for k, v in conf.items() if k != "spark.driver.extraJavaOptions"}}
-    if packages:
+    needed = packages_to_add(packages or {}, merged)
+    if needed and not _submitted():
         wanted = [p for p in (merged.get("spark.jars.packages") or "").split(",") if p]
-        merged["spark.jars.packages"] = ",".join(dict.fromkeys([*wanted, *packages]))
+        merged["spark.jars.packages"] = ",".join(dict.fromkeys([*wanted, *needed]))
     settings = merged
     jvm_log = None
     with preloaded(preload):

@@ -12,11 +12,12 @@ component:
   UDFs, nothing of the graph collected to the driver. O(log^2 n) rounds.
 - ``graphframes``: ``GraphFrame.connectedComponents(algorithm="two_phase")``, when the
   GraphFrames jar is in the JVM (neardup adds its package to a session it starts with
-  ``components.backend: graphframes``; runtime/packages.py).
+  ``components.backend: graphframes`` unless a jar of it is on ``spark.jars``;
+  runtime/packages.py) and its Python package (graphframes-py) is installed.
 
 ``auto`` picks the driver for few edges, else GraphFrames when its JVM class is already
-loaded and a checkpoint directory is set (GraphFrames needs one), else the built-in
-implementation.
+loaded, its Python package is installed and a checkpoint directory is set (GraphFrames
+needs one), else the built-in implementation.
 """
 
 from __future__ import annotations
@@ -33,7 +34,12 @@ from neardup.columns import COMPONENT, DOC_ID, DST, SRC
 from neardup.config import BACKENDS
 from neardup.errors import NeardupError, UsageError
 from neardup.kernels.graph_labels import smallest_labels
-from neardup.runtime.packages import GRAPHFRAMES_CLASS, class_loads, graphframes_package
+from neardup.runtime.packages import (
+    GRAPHFRAMES_CLASS,
+    class_loads,
+    graphframes_package,
+    graphframes_python_missing,
+)
 from neardup.stages.driver_frames import DRIVER_ID_TYPES, collect_arrays, frame_from_arrays
 
 _GRAPHFRAMES_CLASS = GRAPHFRAMES_CLASS
@@ -149,9 +155,16 @@ def connected_components(
         if on_driver and isinstance(edges.schema[SRC].dataType, DRIVER_ID_TYPES) and _scipy_available():
             backend = "driver"
         else:
-            use_gf = graphframes_available(spark) and _checkpoint_dir(spark) is not None
+            use_gf = (
+                graphframes_available(spark)
+                and graphframes_python_missing() is None
+                and _checkpoint_dir(spark) is not None
+            )
             backend = "graphframes" if use_gf else "builtin"
     elif backend == "graphframes":
+        missing = graphframes_python_missing()
+        if missing:  # a session started elsewhere (the command line checks before its JVM)
+            raise UsageError(missing)
         if not graphframes_available(spark):
             raise UsageError(
                 f"components.backend=graphframes but the GraphFrames jar is not loaded "
