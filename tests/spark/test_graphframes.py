@@ -8,6 +8,7 @@ ids), so the string ids' run covers both on Spark 3.5."""
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import random
@@ -16,13 +17,16 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 from test_components import Edge, bfs_components, edges_df, random_graph
 
 from graphframes_env import GRAPHFRAMES, need_graphframes
+from neardup import config
 from neardup.columns import COMPONENT, DOC_ID
+from neardup.commands.dedup import run
 from neardup.runtime.packages import GRAPHFRAMES_CLASS, class_loads
 from neardup.runtime.session import start
 from neardup.stages.components import connected_components, graphframes_available
@@ -188,3 +192,38 @@ def test_an_active_session_that_loads_it_is_not_told_of_the_package(spark: Spark
     started = start(None, {}, packages={elsewhere: GRAPHFRAMES_CLASS, absent: "org.example.Absent"})
     assert started.reused and started.spark is spark
     assert started.not_applied == [absent]
+
+
+def _bsd_licences(path: Path) -> None:
+    """The sample's BSD licence files of Python distributions and their edited copies (112
+    documents of real text): clusters that the over-merge guard splits and a star group."""
+    sample = Path(__file__).resolve().parents[2] / "data" / "sample" / "corpus.jsonl.gz"
+    with gzip.open(sample, "rt", encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f]
+    chosen = {
+        r["id"]
+        for r in rows
+        if r["kind"] == "python-licence" and r["licence"] in ("BSD-3-Clause", "BSD", "BSD-2-Clause")
+    }
+    picked = [r for r in rows if r["id"] in chosen or (r["kind"] == "edited" and r["variant_of"] in chosen)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in picked))
+
+
+def test_whole_job_gives_the_same_clusters_with_the_built_in_backend(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The job with components.backend=builtin (every labelling distributed: the components,
+    the stars' relabelling, the guard's rounds) against the default run (on the driver), row
+    for row; GraphFrames' whole run is tests/e2e/test_graphframes.py's, on the whole sample."""
+    corpus = tmp_path / "bsd.jsonl"
+    _bsd_licences(corpus)
+    rows = {}
+    for backend in ("auto", "builtin"):
+        cfg = config.load(sets=["output.overwrite=true", f"components.backend={backend}"])
+        result = run(spark, cfg, str(corpus), str(tmp_path / backend))
+        assert result.report["components"]["backend"] == ("driver" if backend == "auto" else backend)
+        # What makes the comparison worth its runs: the guard splits clusters, stars have rounds.
+        assert result.report["guard"]["failing_per_round"][0] > 0
+        assert result.report["stars"]["rounds"]
+        rows[backend] = pq.read_table(tmp_path / backend / "clusters").to_pylist()
+    assert rows["builtin"] == rows["auto"]
