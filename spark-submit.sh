@@ -9,7 +9,9 @@
 # Executors need Python with numpy, pyarrow, numba and pyyaml (the driver also matplotlib,
 # for report.html, unless --set report.html=false). Either they have it
 # (a cluster image, see docker/), or set NEARDUP_VENV_ARCHIVE to a packed virtual
-# environment (venv-pack / conda-pack .tar.gz) and it is shipped with --archives.
+# environment (venv-pack / conda-pack .tar.gz, a path or a URL such as hdfs://...) and it
+# is shipped with --archives: to the executors, and in cluster mode (--deploy-mode cluster)
+# to the driver's container too.
 # SPARK_SUBMIT overrides which spark-submit runs (default: $SPARK_HOME/bin or pyspark's own).
 #
 # Unless the job's arguments include --debug, Spark's start-up notices are kept off the
@@ -21,8 +23,14 @@ python="${PYTHON:-python3}"
 
 submit_opts=()
 with_graphframes=0
+deploy_mode=client
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   if [ "$1" = "--with-graphframes" ]; then with_graphframes=1; else submit_opts+=("$1"); fi
+  # Where the driver runs: in cluster mode (YARN, Kubernetes) in a container of the cluster.
+  case "$1" in
+    --deploy-mode=cluster | spark.submit.deployMode=cluster) deploy_mode=cluster ;;
+    --deploy-mode) if [ "${2:-}" = cluster ]; then deploy_mode=cluster; fi ;;
+  esac
   shift
 done
 if [ $# -eq 0 ]; then
@@ -48,10 +56,16 @@ if [ "$with_graphframes" = 1 ]; then
   extra+=(--packages "$coordinate")
 fi
 if [ -n "${NEARDUP_VENV_ARCHIVE:-}" ]; then
-  # Executors run the unpacked interpreter; the driver keeps this one (the relative path
-  # exists only in executors' working directories).
+  # Executors run the unpacked interpreter (the relative path exists in their working
+  # directories). In client mode the driver keeps this one; in cluster mode it runs in a
+  # container too, where the archive is unpacked as for the executors. The archive may be a
+  # path or a URL (hdfs://...: uploaded once, not by every submit).
   extra+=(--archives "$NEARDUP_VENV_ARCHIVE#neardup_env" --conf spark.pyspark.python=./neardup_env/bin/python)
-  extra+=(--conf "spark.pyspark.driver.python=${PYSPARK_DRIVER_PYTHON:-$python}")
+  if [ "$deploy_mode" = cluster ]; then
+    extra+=(--conf spark.pyspark.driver.python=./neardup_env/bin/python)
+  else
+    extra+=(--conf "spark.pyspark.driver.python=${PYSPARK_DRIVER_PYTHON:-$python}")
+  fi
 fi
 
 cmd=("$submit" "${submit_opts[@]}" "${extra[@]}" --py-files "$zip_path" "$here/jobs/dedup.py" "$@")

@@ -15,6 +15,7 @@ cluster's file system already.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -26,17 +27,25 @@ from typing import Any
 import pyarrow.parquet as pq
 import pyspark
 import pytest
-from yarn import MiniCluster
+from yarn import SHORT_LIVED_JVM, MiniCluster, cmdline
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_HOME = Path(pyspark.__file__).parent
 
 pytestmark = [pytest.mark.slow, pytest.mark.platform]
 
+# The JVMs of a submit: client mode's driver and application master, cluster mode's driver
+# (the application master), the executors.
+JAVA_OPTIONS = (
+    "spark.driver.extraJavaOptions",
+    "spark.yarn.am.extraJavaOptions",
+    "spark.executor.extraJavaOptions",
+)
 # Two executors of one core: both busy while signing, so that killing one loses work. Spark's
 # jars are on this machine already (local:), so no submit uploads its 460 MB of them; the
 # shuffle settings are those the command line takes for a small local input (no test here is
-# about partitioning). Every process stays on the loopback address.
+# about partitioning); the JVMs compile with C1 only (yarn.SHORT_LIVED_JVM). Every process
+# stays on the loopback address.
 YARN_CONF = {
     "spark.executor.instances": "2",
     "spark.executor.cores": "1",
@@ -49,7 +58,11 @@ YARN_CONF = {
     "spark.executorEnv.SPARK_LOCAL_IP": "127.0.0.1",
     "spark.sql.shuffle.partitions": "2",
     "spark.sql.adaptive.enabled": "false",
+    **{k: " ".join(SHORT_LIVED_JVM) for k in JAVA_OPTIONS},
 }
+# The interpreter of the packed environment, as spark-submit.sh names it (unpacked in each
+# container's working directory).
+SHIPPED_PYTHON = "./neardup_env/bin/python"
 # report.html is tested elsewhere (tests/e2e/test_report_html.py); here it only costs time.
 NO_HTML = ("--set", "report.html=false")
 
@@ -153,19 +166,84 @@ def hdfs_clusters(h: OnHdfs, output: str, local: Path) -> list[dict[str, Any]]:
     return clusters_rows(h.cluster.get(f"{output}/clusters", local / "clusters").parent)
 
 
+def submit(h: OnHdfs, deploy_mode: str, output: str, log: Path) -> subprocess.Popen[bytes]:
+    """./spark-submit.sh --master yarn of `dedup` of the corpus to `output` (on HDFS), started,
+    its output to `log`; in a session of its own, so that a client-mode driver dies whole
+    (JVM and Python)."""
+    job = ["dedup", "--input", h.corpus, "--output", h.cluster.url(output), *NO_HTML]
+    with open(log, "wb") as sink:
+        return subprocess.Popen(
+            submit_cmd(deploy_mode, *job),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=submit_env(h),
+            cwd=ROOT,
+            start_new_session=True,
+        )
+
+
+def pythons(cluster: MiniCluster) -> dict[str, set[str]]:
+    """What the cluster's Python processes run -> the interpreters they run it with: the
+    driver's `dedup.py` (cluster mode), the executors' `pyspark.daemon`."""
+    seen: dict[str, set[str]] = {}
+    for pid in cluster.processes():
+        args = cmdline(pid)
+        if args and Path(args[0]).name.startswith("python"):
+            role = (
+                "pyspark.daemon" if "pyspark.daemon" in args else Path(args[1]).name if len(args) > 1 else ""
+            )
+            seen.setdefault(role, set()).add(args[0])
+    return seen
+
+
+def finish(
+    proc: subprocess.Popen[bytes], cluster: MiniCluster, log: Path, timeout: float = 900
+) -> tuple[str, dict[str, set[str]]]:
+    """Wait for a submit, noting the Python processes its containers ran meanwhile; its output."""
+    seen: dict[str, set[str]] = {}
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None:
+        if time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise AssertionError(f"the submit did not end within {timeout} s")
+        for role, exes in pythons(cluster).items():
+            seen.setdefault(role, set()).update(exes)
+        time.sleep(0.5)
+    return log.read_text(errors="replace"), seen
+
+
 def test_client_mode_matches_local_mode(on_hdfs: OnHdfs, tmp_path: Path) -> None:
     """The driver here, the executors in YARN containers running the shipped environment's
     Python: hdfs:// in and out, and clusters/ equal to the local run's."""
     h = on_hdfs
     out = "/out/client"
-    job = ["dedup", "--input", h.corpus, "--output", h.cluster.url(out), *NO_HTML]
     began = time.monotonic()
-    proc = subprocess.run(
-        submit_cmd("client", *job), capture_output=True, text=True, timeout=900, env=submit_env(h), cwd=ROOT
-    )
-    output = proc.stdout + proc.stderr
+    log = tmp_path / "submit.log"
+    proc = submit(h, "client", out, log)
+    output, seen = finish(proc, h.cluster, log)
     assert proc.returncode == 0, output[-4000:]
     assert " on yarn, " in output and "stage check" in output, output[-4000:]
+    assert seen.get("pyspark.daemon") == {SHIPPED_PYTHON}, seen
     assert h.cluster.exists(f"{out}/_SUCCESS")
     assert hdfs_clusters(h, out, tmp_path) == h.local
     print(f"client mode: {time.monotonic() - began:.1f} s")
+
+
+def test_cluster_mode_matches_local_mode(on_hdfs: OnHdfs, tmp_path: Path) -> None:
+    """The driver in the application master's container: its Python is the shipped
+    environment's too (spark-submit.sh ships it there in cluster mode); clusters/ equal to
+    the local run's."""
+    h = on_hdfs
+    out = "/out/cluster"
+    began, apps = time.monotonic(), h.cluster.applications()
+    log = tmp_path / "submit.log"
+    proc = submit(h, "cluster", out, log)
+    output, seen = finish(proc, h.cluster, log)
+    (app,) = h.cluster.applications() - apps
+    driver = h.cluster.driver_log(app)
+    assert proc.returncode == 0, (output + driver)[-4000:]
+    assert " on yarn, " in driver and "stage check" in driver, driver[-4000:]
+    assert seen.get("dedup.py") == {SHIPPED_PYTHON} and seen.get("pyspark.daemon") == {SHIPPED_PYTHON}, seen
+    assert h.cluster.exists(f"{out}/_SUCCESS")
+    assert hdfs_clusters(h, out, tmp_path) == h.local
+    print(f"cluster mode: {time.monotonic() - began:.1f} s")
