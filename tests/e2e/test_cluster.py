@@ -16,7 +16,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pyspark
 import pytest
+from driver_ui import get_json, wait_for, wait_for_busy_executor
 from heavy import HeavyCorpus, check_clusters, long_documents_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,11 +38,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=5) as r:
-        return json.loads(r.read())
 
 
 @dataclass
@@ -113,7 +108,7 @@ def start_cluster(logs: Path, worker_env: dict[str, str] | None = None) -> Clust
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
-                state = _get_json(f"http://127.0.0.1:{webui}/json/")
+                state = get_json(f"http://127.0.0.1:{webui}/json/")
                 if sum(w["state"] == "ALIVE" for w in state.get("workers", [])) == 2:
                     return cluster
             except (OSError, ValueError):  # not up yet; or, while it starts, an HTML page
@@ -283,39 +278,6 @@ def fault_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return corpus, _local_run(corpus, root / "local")
 
 
-def _busy_executor(ui: int, description: str) -> str | None:
-    """An executor (its id) running tasks while a job whose description starts with
-    `description` runs: one the driver knows, so that killing it loses work."""
-    api = f"http://127.0.0.1:{ui}/api/v1/applications"
-    try:
-        (app,) = _get_json(api)
-        jobs = _get_json(f"{api}/{app['id']}/jobs?status=running")
-        executors = _get_json(f"{api}/{app['id']}/executors")
-    except (OSError, ValueError):
-        return None
-    if not any((j.get("description") or "").startswith(description) for j in jobs):
-        return None
-    busy = [e["id"] for e in executors if e["id"] != "driver" and e["isActive"] and e["activeTasks"] > 0]
-    return busy[0] if busy else None
-
-
-def _wait_for_busy_executor(ui: int, stage: str, driver: subprocess.Popen[bytes], log: Path) -> str:
-    deadline = time.monotonic() + 600
-    while (busy := _busy_executor(ui, f"neardup: {stage}")) is None:
-        assert driver.poll() is None, f"the driver ended before stage {stage}:\n" + log.read_text()[-3000:]
-        assert time.monotonic() < deadline, f"no executor was busy in stage {stage}"
-        time.sleep(0.2)
-    return busy
-
-
-def _wait_for(what: str, ready: Any, driver: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 600
-    while not ready():
-        assert driver.poll() is None, f"the driver ended before {what}:\n" + log.read_text()[-3000:]
-        assert time.monotonic() < deadline, f"{what} never came"
-        time.sleep(0.2)
-
-
 def test_killed_executors_change_nothing_and_a_killed_driver_s_rerun_resumes(
     cluster: Cluster, fault_corpus: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -344,12 +306,12 @@ def test_killed_executors_change_nothing_and_a_killed_driver_s_rerun_resumes(
         )
         try:
             for stage in ("sign", "candidates"):
-                victim = _wait_for_busy_executor(ui, stage, driver, log)
+                victim = wait_for_busy_executor(ui, stage, driver, log)
                 jvms = cluster.executor_jvms()
                 assert victim in jvms, f"executor {victim} is not among the workers' JVMs {jvms}"
                 os.kill(jvms[victim], signal.SIGKILL)
                 killed.append((f"executor {victim} in {stage}", time.monotonic() - started))
-            _wait_for(
+            wait_for(
                 "the end of stage candidates", lambda: b"stage candidates" in log.read_bytes(), driver, log
             )
             os.killpg(driver.pid, signal.SIGKILL)

@@ -1,20 +1,26 @@
 """YARN and HDFS for real, on Hadoop's own minicluster (yarn.py; the `minicluster` fixture,
 one per test session): ./spark-submit.sh --master yarn in client and in cluster mode, with
 hdfs:// input and output and Python shipped as the tier's venv-pack archive, against a local
-run of the same corpus.
+run of the same corpus; faults.
+
+Two submits cover client mode, cluster mode and the faults: a client-mode run whose driver is
+killed after stage candidates, and its rerun in cluster mode, which resumes from _work/ on HDFS
+and loses an executor mid-verification. Its clusters/ equal the local run's, so both deploy
+modes' work is in it.
 
 The corpus is 600 generated documents in 4 Parquet files, not the shipped sample: on this
-machine the sample took 278 s on YARN, these 120 s, and what the tests check (the same
-clusters/ as a local run) does not depend on the corpus's size. The local run and anything
-else that needs no process of its own run in this process, on a local session of the module.
-The packed environment goes onto HDFS once, world-readable: YARN localizes a public resource
-once per node, not once per application, and spark-submit uploads nothing it finds on the
-cluster's file system already.
+machine a submit of the sample took twice as long as these, and what the tests check does not
+depend on the corpus's size. The local run and what needs no process of its own run in this
+process, on a local session of the module. The packed environment goes onto HDFS once,
+world-readable: YARN localizes a public resource once per node, not once per application,
+and spark-submit uploads nothing it finds on the cluster's file system already.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,7 +33,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pyspark
 import pytest
-from yarn import SHORT_LIVED_JVM, MiniCluster, cmdline
+from driver_ui import get_json, wait_for, wait_for_busy_executor
+from yarn import SHORT_LIVED_JVM, MiniCluster, cmdline, free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_HOME = Path(pyspark.__file__).parent
@@ -166,14 +173,16 @@ def hdfs_clusters(h: OnHdfs, output: str, local: Path) -> list[dict[str, Any]]:
     return clusters_rows(h.cluster.get(f"{output}/clusters", local / "clusters").parent)
 
 
-def submit(h: OnHdfs, deploy_mode: str, output: str, log: Path) -> subprocess.Popen[bytes]:
+def submit(
+    h: OnHdfs, deploy_mode: str, output: str, log: Path, conf: Sequence[str] = ()
+) -> subprocess.Popen[bytes]:
     """./spark-submit.sh --master yarn of `dedup` of the corpus to `output` (on HDFS), started,
     its output to `log`; in a session of its own, so that a client-mode driver dies whole
     (JVM and Python)."""
     job = ["dedup", "--input", h.corpus, "--output", h.cluster.url(output), *NO_HTML]
     with open(log, "wb") as sink:
         return subprocess.Popen(
-            submit_cmd(deploy_mode, *job),
+            submit_cmd(deploy_mode, *job, conf=conf),
             stdout=sink,
             stderr=subprocess.STDOUT,
             env=submit_env(h),
@@ -182,68 +191,126 @@ def submit(h: OnHdfs, deploy_mode: str, output: str, log: Path) -> subprocess.Po
         )
 
 
-def pythons(cluster: MiniCluster) -> dict[str, set[str]]:
-    """What the cluster's Python processes run -> the interpreters they run it with: the
-    driver's `dedup.py` (cluster mode), the executors' `pyspark.daemon`."""
-    seen: dict[str, set[str]] = {}
+def pythons(cluster: MiniCluster, seen: dict[str, set[str]]) -> dict[str, set[str]]:
+    """What the cluster's Python processes run -> the interpreters they run it with, added to
+    `seen`: the driver's `dedup.py` (cluster mode), the executors' `pyspark.daemon`."""
     for pid in cluster.processes():
         args = cmdline(pid)
-        if args and Path(args[0]).name.startswith("python"):
-            role = (
-                "pyspark.daemon" if "pyspark.daemon" in args else Path(args[1]).name if len(args) > 1 else ""
-            )
+        if len(args) > 1 and Path(args[0]).name.startswith("python"):
+            role = "pyspark.daemon" if "pyspark.daemon" in args else Path(args[1]).name
             seen.setdefault(role, set()).add(args[0])
     return seen
 
 
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """A submit's whole session killed, if it still runs (a test that failed half way)."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 def finish(
-    proc: subprocess.Popen[bytes], cluster: MiniCluster, log: Path, timeout: float = 900
+    proc: subprocess.Popen[bytes],
+    cluster: MiniCluster,
+    log: Path,
+    seen: dict[str, set[str]],
+    timeout: float = 900,
 ) -> tuple[str, dict[str, set[str]]]:
-    """Wait for a submit, noting the Python processes its containers ran meanwhile; its output."""
-    seen: dict[str, set[str]] = {}
+    """Wait for a submit, noting the Python processes its containers run meanwhile; its output."""
     deadline = time.monotonic() + timeout
     while proc.poll() is None:
-        if time.monotonic() > deadline:
-            os.killpg(proc.pid, signal.SIGKILL)
-            raise AssertionError(f"the submit did not end within {timeout} s")
-        for role, exes in pythons(cluster).items():
-            seen.setdefault(role, set()).update(exes)
+        assert time.monotonic() < deadline, f"the submit did not end within {timeout} s"
+        pythons(cluster, seen)
         time.sleep(0.5)
     return log.read_text(errors="replace"), seen
 
 
-def test_client_mode_matches_local_mode(on_hdfs: OnHdfs, tmp_path: Path) -> None:
-    """The driver here, the executors in YARN containers running the shipped environment's
-    Python: hdfs:// in and out, and clusters/ equal to the local run's."""
-    h = on_hdfs
-    out = "/out/client"
-    began = time.monotonic()
-    log = tmp_path / "submit.log"
-    proc = submit(h, "client", out, log)
-    output, seen = finish(proc, h.cluster, log)
-    assert proc.returncode == 0, output[-4000:]
-    assert " on yarn, " in output and "stage check" in output, output[-4000:]
-    assert seen.get("pyspark.daemon") == {SHIPPED_PYTHON}, seen
-    assert h.cluster.exists(f"{out}/_SUCCESS")
-    assert hdfs_clusters(h, out, tmp_path) == h.local
-    print(f"client mode: {time.monotonic() - began:.1f} s")
+# --- faults: a client-mode driver killed, the rerun in cluster mode with an executor killed --
+
+FAULTS = "/out/faults"
 
 
-def test_cluster_mode_matches_local_mode(on_hdfs: OnHdfs, tmp_path: Path) -> None:
-    """The driver in the application master's container: its Python is the shipped
-    environment's too (spark-submit.sh ships it there in cluster mode); clusters/ equal to
-    the local run's."""
+@dataclass(frozen=True)
+class KilledDriver:
+    app: str  # its application
+    output: str  # what it printed until then
+    seconds: float
+
+
+@pytest.fixture(scope="module")
+def killed_client_driver(on_hdfs: OnHdfs, tmp_path_factory: pytest.TempPathFactory) -> KilledDriver:
+    """A client-mode submit whose driver, its JVM and its Python together (the submit's
+    session, as on a lost host), is killed with SIGKILL once stage candidates has finished."""
     h = on_hdfs
-    out = "/out/cluster"
+    log = tmp_path_factory.mktemp("killed") / "client.log"
     began, apps = time.monotonic(), h.cluster.applications()
-    log = tmp_path / "submit.log"
-    proc = submit(h, "cluster", out, log)
-    output, seen = finish(proc, h.cluster, log)
+    proc = submit(h, "client", FAULTS, log)
+    try:
+        ended = lambda: "stage candidates" in log.read_text(errors="replace")  # noqa: E731
+        wait_for("the end of stage candidates", ended, proc, log)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        stop(proc)
     (app,) = h.cluster.applications() - apps
+    return KilledDriver(app, log.read_text(errors="replace"), time.monotonic() - began)
+
+
+def test_a_killed_client_mode_driver_leaves_its_finished_stages_on_hdfs(
+    on_hdfs: OnHdfs, killed_client_driver: KilledDriver
+) -> None:
+    """Nothing published; the finished stages' outputs in _work/ on HDFS; and the application
+    ends with its driver: the application master sees it gone and no container of it is left
+    running."""
+    h, killed = on_hdfs, killed_client_driver
+    assert " on yarn, " in killed.output, killed.output[-4000:]
+    assert not h.cluster.exists(FAULTS)
+    work = f"{FAULTS}.neardup-staging/_work"
+    finished = sorted(
+        name.split("-")[0] for name in h.cluster.list(work) if h.cluster.exists(f"{work}/{name}/_SUCCESS")
+    )
+    # The candidates stage writes the star edges too (stages/stars.py reads them).
+    assert finished == ["candidates", "signatures", "star_edges"]
+    deadline = time.monotonic() + 120
+    while (left := h.cluster.app_processes(killed.app)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not left, [" ".join(cmdline(pid))[:200] for pid in left]
+    print(f"client mode, killed after candidates: {killed.seconds:.1f} s")
+
+
+def test_the_rerun_in_cluster_mode_resumes_them_through_a_killed_executor(
+    on_hdfs: OnHdfs, killed_client_driver: KilledDriver, tmp_path: Path
+) -> None:
+    """The same command in cluster mode. It reuses the stages the killed driver finished (read
+    from _work/ on HDFS). While verification's tasks run, an executor's JVM is killed with
+    SIGKILL (the driver's REST API names a busy executor, its container's command line has
+    the pid): YARN reports the container lost, Spark starts another and reruns what was lost.
+    clusters/ equal the local run's. The driver runs in the application master's container, on
+    the shipped environment's Python, as the executors."""
+    h = on_hdfs
+    ui, log = free_ports(1)[0], tmp_path / "cluster.log"
+    began = time.monotonic()
+    proc = submit(h, "cluster", FAULTS, log, conf=[f"spark.ui.port={ui}"])
+    try:
+        victim = wait_for_busy_executor(ui, "verify", proc, log)
+        (app,) = (a["id"] for a in get_json(f"http://127.0.0.1:{ui}/api/v1/applications"))
+        jvms = h.cluster.executor_jvms(app)
+        assert victim in jvms, f"executor {victim} is not among the containers' JVMs {jvms}"
+        pid, container = jvms[victim]
+        seen = pythons(h.cluster, {})
+        os.kill(pid, signal.SIGKILL)
+        killed_at = time.monotonic() - began
+        output, seen = finish(proc, h.cluster, log, seen)
+    finally:
+        stop(proc)
     driver = h.cluster.driver_log(app)
     assert proc.returncode == 0, (output + driver)[-4000:]
-    assert " on yarn, " in driver and "stage check" in driver, driver[-4000:]
+    assert re.search(rf"Lost executor {victim} on .*{container}", driver), driver[-4000:]
+    assert "stage signatures reusing" in driver and "stage candidates reusing" in driver, driver[-4000:]
+    report = json.loads(h.cluster.read(f"{FAULTS}/report.json"))
+    assert sorted(report["resumed_stages"]) == ["candidates", "signatures", "star_edges"]
     assert seen.get("dedup.py") == {SHIPPED_PYTHON} and seen.get("pyspark.daemon") == {SHIPPED_PYTHON}, seen
-    assert h.cluster.exists(f"{out}/_SUCCESS")
-    assert hdfs_clusters(h, out, tmp_path) == h.local
-    print(f"cluster mode: {time.monotonic() - began:.1f} s")
+    assert hdfs_clusters(h, FAULTS, tmp_path) == h.local
+    took = time.monotonic() - began
+    print(f"cluster-mode rerun: {took:.1f} s; executor {victim} ({container}) killed at {killed_at:.1f} s")
+

@@ -129,11 +129,16 @@ def _site(path: Path, props: dict[str, str]) -> None:
     path.write_text(f'<?xml version="1.0"?>\n<configuration>\n{body}</configuration>\n')
 
 
-def _cwd_under(pid: int, root: Path) -> bool:
+def _cwd(pid: int) -> str:
     try:
-        return Path(os.readlink(f"/proc/{pid}/cwd")).is_relative_to(root)
+        return os.readlink(f"/proc/{pid}/cwd")
     except OSError:
-        return False
+        return ""
+
+
+def _cwd_under(pid: int, root: Path) -> bool:
+    where = _cwd(pid)
+    return bool(where) and Path(where).is_relative_to(root)
 
 
 def cmdline(pid: int) -> list[str]:
@@ -160,6 +165,11 @@ class MiniCluster:
         directories are under `root`), with their children (Python workers)."""
         pids = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
         return [pid for pid in pids if pid != os.getpid() and _cwd_under(pid, self.root)]
+
+    def app_processes(self, app_id: str) -> list[int]:
+        """The live processes of an application's containers (their working directories are
+        the containers')."""
+        return [pid for pid in self.processes() if app_id in _cwd(pid)]
 
     def executor_jvms(self, app_id: str) -> dict[str, tuple[int, str]]:
         """Executor id -> (pid of its JVM, container id) for the application's live executors,
