@@ -252,9 +252,13 @@ def _guard(
     max_rounds: int,
     pinned: tuple[int, ...] = (),
     nearest_below: float | None = None,
+    distributed: bool = False,
 ) -> tuple[dict[int, Any], GuardStats]:
     """The guard on the chain and the star; `pinned`: indexed documents (dedup --against),
-    first in the survivor order and never removed."""
+    first in the survivor order and never removed. Its regrouping labels components on the
+    driver, as dedup does where the edges are within the broadcast bound (every run of the
+    test corpora); `distributed`: by the distributed rounds instead, as on a large input
+    (each call a few Spark jobs more)."""
     cfg = config.load()
     edge_schema = f"{C.SRC} bigint, {C.DST} bigint, {C.SIMILARITY} double"
     edges = spark.createDataFrame(_EDGES, edge_schema)
@@ -286,8 +290,10 @@ def _guard(
             .select(C.SRC, C.DST, C.SIMILARITY)
         )
 
+    way: dict[str, Any] = {"backend": "builtin"} if distributed else {"backend": "auto", "on_driver": True}
+
     def components(e: Any) -> Any:
-        return connected_components(e, backend="builtin")[0]
+        return connected_components(e, **way)[0]
 
     comps = components(edges.select(C.SRC, C.DST))
     chosen = choose_survivors(reps, comps, cfg, prefer_index=prefer)
@@ -311,7 +317,7 @@ def _guard(
 
 
 def test_guard_splits_a_drifting_chain_until_every_member_clears_it(spark: Any) -> None:
-    got, stats = _guard(spark, threshold=0.7, max_rounds=20)
+    got, stats = _guard(spark, threshold=0.7, max_rounds=20, distributed=True)
     # Round 1: 2 (0.85) and 3 (0.7225) clear 1; 4, 5, 6 (0.61, 0.52, 0.44) do not. Round 2:
     # 4-5-6 regroup around 4; 5 (0.85) and 6 (0.7225) clear it. The star is untouched.
     assert got == {
