@@ -434,6 +434,28 @@ def guarded_clusters(
     return _with_copies(ids, rep, result)
 
 
+def statuses(
+    ids: Sequence[Any],
+    texts: Sequence[str],
+    result: Mapping[Any, tuple[Any, float | None]],
+    rank: Callable[[Any], Any] | None = None,
+    **norm_kw: Any,
+) -> dict[Any, str]:
+    """id -> its status in clusters/ for `result` (`guarded_clusters`' with the same `rank`):
+    a kept document is `kept` if any is removed in its favour, else `unique`; a removed one is
+    `exact_duplicate` if a better member of its exact group (equal non-empty normalized
+    text) represents it, else `near_duplicate`."""
+    length = {i: len(t) for i, t in zip(ids, texts, strict=True)}
+    rep = _exact_representatives(ids, texts, rank or (lambda i: (-length[i], i)), norm_kw)
+    favoured = {kept for i, (kept, _) in result.items() if kept != i}
+    return {
+        i: ("kept" if i in favoured else "unique")
+        if kept == i
+        else ("exact_duplicate" if rep[i] != i else "near_duplicate")
+        for i, (kept, _) in result.items()
+    }
+
+
 def incremental_clusters(
     batch_ids: Sequence[Any],
     batch_texts: Sequence[str],

@@ -21,17 +21,17 @@ import pytest
 
 from neardup.cli import main
 from neardup.runtime.stagelog import FAULT_ENV, FAULT_HOW_ENV, InjectedCrash
-from neardup_testkit.reference import guarded_clusters
+from neardup_testkit.reference import guarded_clusters, statuses
 from neardup_testkit.skew import SkewSpec, skewed_batches
 from neardup_testkit.synth import CorpusSpec
 
 NO_HTML = ("--set", "report.html=false")
-Result = dict[Any, tuple[Any, float | None]]
+Result = dict[Any, tuple[Any, str, float | None]]
 
 
 def _result(out: Path) -> Result:
     rows = pq.read_table(out / "clusters").to_pylist()
-    return {r["id"]: (r["cluster_id"], _round(r["similarity"])) for r in rows}
+    return {r["id"]: (r["cluster_id"], r["status"], _round(r["similarity"])) for r in rows}
 
 
 def _round(x: float | None) -> float | None:
@@ -40,8 +40,8 @@ def _round(x: float | None) -> float | None:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result]:
-    """The input (three files) and the brute-force result (defaults: threshold 0.8, guard
-    0.7, survivor longest)."""
+    """The input (three files) and the brute-force result, each document's kept one, status
+    and similarity (defaults: threshold 0.8, guard 0.7, survivor longest)."""
     base = CorpusSpec(num_docs=240, seed=13, mean_chars=400, dup_fraction=0.5)
     skew = SkewSpec(copies=80, clusters=2, cluster_size=12)
     table = pa.Table.from_batches(list(skewed_batches(base, skew)))
@@ -52,7 +52,8 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result]:
         pq.write_table(table.slice(i * step, step).select(["id", "text"]), root / f"part-{i}.parquet")
     ids, texts = table["id"].to_pylist(), table["text"].to_pylist()
     want = guarded_clusters(ids, texts, 0.8, 0.7)
-    return root, {i: (k, _round(s)) for i, (k, s) in want.items()}
+    status = statuses(ids, texts, want)
+    return root, {i: (k, status[i], _round(s)) for i, (k, s) in want.items()}
 
 
 @pytest.mark.parametrize(

@@ -80,3 +80,19 @@ def test_incremental_reference_without_an_index_is_the_plain_one() -> None:
     )
     assert all(k >= offset for k, _ in again.values())
     assert {i: (k - offset, s) for i, (k, s) in again.items() if i in kept} == {i: (i, 1.0) for i in kept}
+
+
+def test_statuses_follow_exact_groups_and_kept_documents() -> None:
+    words = " ".join(f"w{i}" for i in range(40))
+    ids = [1, 2, 3, 4, 5]
+    # 2 is 1 in capitals (an exact copy); 3 is 1 with a word more (near, longer: kept); 5 alone.
+    texts = [words, words.upper(), words + " w99", "another text of its own entirely here", "x y z"]
+    result = reference.guarded_clusters(ids, texts, 0.8, 0.7)
+    assert {i: k for i, (k, _) in result.items()} == {1: 3, 2: 3, 3: 3, 4: 4, 5: 5}
+    assert reference.statuses(ids, texts, result) == {
+        1: "near_duplicate",
+        2: "exact_duplicate",
+        3: "kept",
+        4: "unique",
+        5: "unique",
+    }
