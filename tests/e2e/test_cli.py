@@ -1,4 +1,6 @@
-"""The command line as a user runs it: a real process, real files, exit codes, stderr."""
+"""The command line as a user runs it: a real process, real files, exit codes, stderr.
+Errors found before any JVM starts (usage, configuration) go through the same entry
+(`neardup.cli.main`) in this process: no process boundary is crossed before them."""
 
 from __future__ import annotations
 
@@ -14,7 +16,11 @@ import pyarrow.parquet as pq
 import pytest
 from cli_process import ROOT, SAMPLE, neardup
 
-from neardup_testkit.reference import guarded_clusters
+from inprocess import neardup as in_process
+from neardup_testkit import chains
+from neardup_testkit.reference import guarded_clusters, statuses
+
+Result = dict[object, tuple[object, str, float | None]]
 
 
 def _rows(out: Path) -> list[dict[str, object]]:
@@ -93,43 +99,75 @@ def test_sample_corpus_end_to_end(sample_run: tuple[Path, subprocess.CompletedPr
     assert len(errors) == 1 and "already exists" in errors[0] and "--overwrite" in errors[0]
 
 
+def _error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("neardup: error:")]
+
+
 @pytest.mark.parametrize(
-    ("args", "code", "message"),
+    ("args", "message"),
     [
-        (["--set", "lsh.threshold=1.5"], 2, "lsh.threshold must be strictly between 0 and 1"),
-        (["--set", "lsh.bands=64", "--set", "lsh.rows=4"], 2, "exceeds minhash.num_perm"),
-        (["--set", "lsh.colour=red"], 2, "unknown config key lsh.colour"),
-        (["--config", "/nonexistent/x.yaml"], 2, "config file /nonexistent/x.yaml does not exist"),
-        (["--id-col", "nope"], 3, "no id column 'nope'"),
+        (["--set", "lsh.threshold=1.5"], "lsh.threshold must be strictly between 0 and 1"),
+        (["--set", "lsh.bands=64", "--set", "lsh.rows=4"], "exceeds minhash.num_perm"),
+        (["--set", "lsh.colour=red"], "unknown config key lsh.colour"),
+        (["--config", "/nonexistent/x.yaml"], "config file /nonexistent/x.yaml does not exist"),
     ],
 )
-def test_errors_are_one_line_with_exit_code(tmp_path: Path, args: list[str], code: int, message: str) -> None:
-    proc = neardup("dedup", "--input", str(SAMPLE), "--output", str(tmp_path / "o"), *args)
-    assert proc.returncode == code, proc.stderr[-2000:]
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("neardup: error:")]
-    assert len(lines) == 1 and message in lines[0], proc.stderr[-2000:]
+def test_config_errors_are_one_line_with_exit_code_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    """Found before any JVM starts: in this process."""
+    ran = in_process(capsys, "dedup", "--input", str(SAMPLE), "--output", str(tmp_path / "o"), *args)
+    assert ran.code == 2, ran.err[-2000:]
+    lines = _error_lines(ran.err)
+    assert len(lines) == 1 and message in lines[0], ran.err[-2000:]
+    assert "Traceback" not in ran.err and not (tmp_path / "o").exists()
+
+
+def test_an_input_error_is_one_line_with_exit_code_3(tmp_path: Path) -> None:
+    """Found once Spark reads the input: a process, so that whatever the JVM prints to the
+    terminal would be in its stderr."""
+    proc = neardup("dedup", "--input", str(SAMPLE), "--output", str(tmp_path / "o"), "--id-col", "nope")
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    lines = _error_lines(proc.stderr)
+    assert len(lines) == 1 and "no id column 'nope'" in lines[0], proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
 
 
-def test_missing_input_and_usage(tmp_path: Path) -> None:
-    proc = neardup("dedup", "--input", str(tmp_path / "none"), "--output", str(tmp_path / "o"))
-    assert proc.returncode == 2 and "does not exist" in proc.stderr
-    proc = neardup("dedup", "--output", str(tmp_path / "o"))
-    assert (
-        proc.returncode == 2
-        and "neardup: error: the following arguments are required: --input" in proc.stderr
-    )
+def test_usage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found before any JVM starts: in this process. (An input that does not exist is found
+    by Spark's file system: tests/spark/test_bad_input.py's, on the shared session.)"""
+    ran = in_process(capsys, "dedup", "--output", str(tmp_path / "o"))
+    assert ran.code == 2 and "neardup: error: the following arguments are required: --input" in ran.err
+
+
+@pytest.fixture(scope="module")
+def chained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result]:
+    """A hundred documents: drifting chains (split by the guard), near copies and unrelated
+    ones (neardup_testkit.chains), and their brute-force result at the defaults (threshold
+    0.8, guard 0.7): each document's kept one, status and similarity."""
+    table = chains.generate(chains.ChainSpec(chains=4, steps=8, stars=5, singles=30, seed=3))
+    path = tmp_path_factory.mktemp("chains") / "chains.parquet"
+    pq.write_table(table.select(["id", "text"]), path)
+    ids, texts = table["id"].to_pylist(), table["text"].to_pylist()
+    want = guarded_clusters(ids, texts, 0.8, 0.7)
+    status = statuses(ids, texts, want)
+    return path, {i: (k, status[i], _round(s)) for i, (k, s) in want.items()}
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 9)
 
 
 def test_rerun_after_a_crash_resumes_from_finished_stages(
-    sample_run: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path
+    chained: tuple[Path, Result], tmp_path: Path
 ) -> None:
-    """A driver process that dies after sign; the rerun resumes. Other signing parameters
-    after a crash, and the later stages' crashes, are tests/spark/test_resume.py's,
-    in-process."""
+    """A driver process that dies after sign (its own exit, 86); the rerun resumes, and its
+    clusters are the brute-force ones. Other signing parameters after a crash, and the later
+    stages' crashes, are tests/spark/test_resume.py's, in-process."""
     crash_after, finished = "sign", ["signatures"]
+    inp, want = chained
     out = tmp_path / "out"
-    args = ["dedup", "--input", str(SAMPLE), "--output", str(out)]
+    args = ["dedup", "--input", str(inp), "--output", str(out), "--set", "report.html=false"]
     env_fail = {"NEARDUP_FAIL_AFTER_STAGE": crash_after}
     crashed = neardup(*args, env=env_fail)
     assert crashed.returncode == 86, crashed.stderr[-2000:]
@@ -143,7 +181,8 @@ def test_rerun_after_a_crash_resumes_from_finished_stages(
         assert f"stage {stage:<10} reusing" in resumed.stderr
     report = json.loads((out / "report.json").read_text())
     assert sorted(report["resumed_stages"]) == finished
-    assert _rows(out) == _rows(sample_run[0])
+    got = {r["id"]: (r["cluster_id"], r["status"], _round(r["similarity"])) for r in _rows(out)}
+    assert got == want
     assert not (tmp_path / "out.neardup-staging").exists() and not (out / "_work").exists()
 
 
