@@ -86,8 +86,8 @@ def test_sample_corpus_end_to_end(sample_run: tuple[Path, subprocess.CompletedPr
     assert report["stars"] == {
         "star_edges": 552,
         "rounds": 4,
-        "pairs": 9889,
-        "verified_pairs": 39,
+        "pairs": 9807,
+        "verified_pairs": 12,
         "still_split": 1,
     }
     # One line per stage on stderr, no Python traceback.
@@ -234,7 +234,7 @@ def test_stderr_holds_neardup_lines_only(sample_run: tuple[Path, subprocess.Comp
         *(
             rf"{t}stage {name:<10} +\d+\.\d s  {counts}"
             for name, counts in [
-                ("stars", "star_rounds=4, star_pairs=9,889, stars_split=1, star_verified_pairs=39"),
+                ("stars", "star_rounds=4, star_pairs=9,807, stars_split=1, star_verified_pairs=12"),
                 ("survivors", "clustered=552"),
                 (
                     "guard",
