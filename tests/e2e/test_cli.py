@@ -16,11 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 from cli_process import ROOT, SAMPLE, neardup
 
+from brute_force import Result, brute_force, read_result
 from inprocess import neardup as in_process
 from neardup_testkit import chains
-from neardup_testkit.reference import guarded_clusters, statuses
-
-Result = dict[object, tuple[object, str, float | None]]
+from neardup_testkit.reference import guarded_clusters
 
 
 def _rows(out: Path) -> list[dict[str, object]]:
@@ -148,14 +147,7 @@ def chained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result]:
     table = chains.generate(chains.ChainSpec(chains=4, steps=8, stars=5, singles=30, seed=3))
     path = tmp_path_factory.mktemp("chains") / "chains.parquet"
     pq.write_table(table.select(["id", "text"]), path)
-    ids, texts = table["id"].to_pylist(), table["text"].to_pylist()
-    want = guarded_clusters(ids, texts, 0.8, 0.7)
-    status = statuses(ids, texts, want)
-    return path, {i: (k, status[i], _round(s)) for i, (k, s) in want.items()}
-
-
-def _round(x: float | None) -> float | None:
-    return None if x is None else round(x, 9)
+    return path, brute_force(table["id"].to_pylist(), table["text"].to_pylist())
 
 
 def test_rerun_after_a_crash_resumes_from_finished_stages(
@@ -181,8 +173,7 @@ def test_rerun_after_a_crash_resumes_from_finished_stages(
         assert f"stage {stage:<10} reusing" in resumed.stderr
     report = json.loads((out / "report.json").read_text())
     assert sorted(report["resumed_stages"]) == finished
-    got = {r["id"]: (r["cluster_id"], r["status"], _round(r["similarity"])) for r in _rows(out)}
-    assert got == want
+    assert read_result(out) == want
     assert not (tmp_path / "out.neardup-staging").exists() and not (out / "_work").exists()
 
 

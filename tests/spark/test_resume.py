@@ -19,24 +19,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from brute_force import Result, brute_force, read_result
 from neardup.cli import main
 from neardup.runtime.stagelog import FAULT_ENV, FAULT_HOW_ENV, InjectedCrash
-from neardup_testkit.reference import guarded_clusters, statuses
 from neardup_testkit.skew import SkewSpec, skewed_batches
 from neardup_testkit.synth import CorpusSpec
 
 NO_HTML = ("--set", "report.html=false")
-Result = dict[Any, tuple[Any, str, float | None]]
-
-
-def _result(out: Path) -> Result:
-    rows = pq.read_table(out / "clusters").to_pylist()
-    return {r["id"]: (r["cluster_id"], r["status"], _round(r["similarity"])) for r in rows}
-
-
-def _round(x: float | None) -> float | None:
-    return None if x is None else round(x, 9)
-
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result]:
@@ -50,10 +39,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result]:
     step = -(-table.num_rows // 3)
     for i in range(3):
         pq.write_table(table.slice(i * step, step).select(["id", "text"]), root / f"part-{i}.parquet")
-    ids, texts = table["id"].to_pylist(), table["text"].to_pylist()
-    want = guarded_clusters(ids, texts, 0.8, 0.7)
-    status = statuses(ids, texts, want)
-    return root, {i: (k, status[i], _round(s)) for i, (k, s) in want.items()}
+    return root, brute_force(table["id"].to_pylist(), table["text"].to_pylist())
 
 
 @pytest.mark.parametrize(
@@ -91,7 +77,7 @@ def test_rerun_after_a_crash_resumes_from_finished_stages(
     report = json.loads((out / "report.json").read_text())
     assert sorted(report["resumed_stages"]) == finished
     assert report["stars"]["star_edges"] > 0  # the reused candidates stage's star edges
-    assert _result(out) == want
+    assert read_result(out) == want
     assert not (tmp_path / "out.neardup-staging").exists() and not (out / "_work").exists()
 
 
@@ -119,4 +105,4 @@ def test_finished_stages_of_other_signing_parameters_are_not_reused(
     assert "stage signatures reusing" in capsys.readouterr().err
     report = json.loads((out / "report.json").read_text())
     assert report["resumed_stages"] == ["signatures"]
-    assert _result(out) == want
+    assert read_result(out) == want
