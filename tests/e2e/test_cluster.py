@@ -1,6 +1,6 @@
 """A real standalone cluster on 127.0.0.1 (a master and two workers started with
-spark-class), driven through ./spark-submit.sh: the same clusters as local mode on
-executors that have only a bare Python, executors and a driver killed mid-run, and memory.
+spark-class), driven through ./spark-submit.sh: the brute-force clusters on executors that
+have only a bare Python, and after executors and a driver killed mid-run; memory.
 
 One cluster serves the module. Its workers' Python is a bare interpreter (no numpy,
 pyarrow, numba or neardup): a run that ships no environment names this venv's Python."""
@@ -21,14 +21,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pyspark
 import pytest
 from driver_ui import get_json, wait_for, wait_for_busy_executor
 from heavy import HeavyCorpus, check_clusters, long_documents_jsonl
 
+from brute_force import Result, brute_force, read_result
+from neardup_testkit import synth
+from neardup_testkit.skew import SkewSpec, skewed_batches
+
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "data" / "sample" / "corpus.jsonl.gz"
 SPARK_HOME = Path(pyspark.__file__).parent
 
 pytestmark = [pytest.mark.slow, pytest.mark.platform]
@@ -148,11 +152,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, bare_python: Path) -> Iter
         c.stop()
 
 
-def _clusters(path: Path) -> list[tuple[object, object, str]]:
-    t = pq.read_table(path / "clusters").to_pylist()
-    return sorted((r["id"], r["cluster_id"], r["status"]) for r in t)
-
-
 def _env(**extra: str) -> dict[str, str]:
     return {
         **os.environ,
@@ -200,33 +199,6 @@ def submit(
     )
 
 
-LOCAL = ["--master", "local[1]", "--conf", "spark.sql.shuffle.partitions=3"]
-
-
-def _local_run(input_path: Path, out: Path, *args: str) -> Path:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "neardup",
-            "dedup",
-            "--input",
-            str(input_path),
-            "--output",
-            str(out),
-            *LOCAL,
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=_env(),
-        cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return out
-
-
 def test_heavy_tailed_corpus_on_executors_of_1g(
     cluster: Cluster, heavy_corpus: HeavyCorpus, tmp_path: Path
 ) -> None:
@@ -263,11 +235,9 @@ def test_executors_out_of_memory_name_the_stage_and_the_setting(cluster: Cluster
 
 
 @pytest.fixture(scope="module")
-def fault_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def fault_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result]:
     """6,000 generated documents in 8 files (8 signing tasks, so both executors are busy
-    when one is killed), and the clusters/ of an undisturbed local run of them."""
-    from neardup_testkit import synth
-
+    when one is killed), and their brute-force result (which an undisturbed run gives)."""
     root = tmp_path_factory.mktemp("faults")
     corpus = root / "corpus"
     corpus.mkdir()
@@ -275,13 +245,13 @@ def fault_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     step = table.num_rows // 8 + 1
     for i in range(8):
         pq.write_table(table.slice(i * step, step), corpus / f"part-{i}.parquet")
-    return corpus, _local_run(corpus, root / "local")
+    return corpus, brute_force(table["id"].to_pylist(), table["text"].to_pylist())
 
 
 def test_killed_executors_change_nothing_and_a_killed_driver_s_rerun_resumes(
-    cluster: Cluster, fault_corpus: tuple[Path, Path], tmp_path: Path
+    cluster: Cluster, fault_corpus: tuple[Path, Result], tmp_path: Path
 ) -> None:
-    """One run, three faults, the output of the undisturbed local run at the end:
+    """One run, three faults, the brute-force result at the end:
 
     1. SIGKILL an executor JVM running signing tasks (the driver's REST API names a busy
        executor, its worker's process tree has the JVM), then one running the candidate
@@ -291,8 +261,8 @@ def test_killed_executors_change_nothing_and_a_killed_driver_s_rerun_resumes(
        candidates stage has finished: nothing looks complete, and the finished stages'
        outputs are in the staging directory.
     3. The rerun resumes from them (so what the disturbed stages wrote is what it builds on)
-       and its clusters/ equal the local run's."""
-    corpus, reference = fault_corpus
+       and its clusters/ hold the brute-force result, as an undisturbed run's do."""
+    corpus, want = fault_corpus
     out, ui = tmp_path / "out", _free_port()
     cmd = _submit_cmd(cluster, "1g", "--input", str(corpus), "--output", str(out), python=sys.executable)
     disturbed = [cmd[0], "--conf", f"spark.ui.port={ui}", *cmd[1:]]
@@ -335,25 +305,31 @@ def test_killed_executors_change_nothing_and_a_killed_driver_s_rerun_resumes(
     assert "stage signatures reusing" in output and "stage candidates reusing" in output
     report = json.loads((out / "report.json").read_text())
     assert sorted(report["resumed_stages"]) == ["candidates", "signatures", "star_edges"]
-    assert _clusters(out) == _clusters(reference)
+    assert read_result(out) == want
     print(f"killed: {killed}; the rerun took {time.monotonic() - again:.1f} s")
 
 
 # --- executors with a bare Python ----------------------------------------------------------
 
 
-def test_executors_with_only_a_bare_python_match_local_mode(
-    cluster: Cluster,
-    packed_env: Path,
-    sample_run: tuple[Path, subprocess.CompletedProcess[str]],
-    tmp_path: Path,
+def test_executors_with_only_a_bare_python_give_the_brute_force_clusters(
+    cluster: Cluster, packed_env: Path, tmp_path: Path
 ) -> None:
     """The workers' Python is a bare virtual environment: the job ships its packed
-    environment (NEARDUP_VENV_ARCHIVE -> --archives), and the cluster's clusters/ equal
-    those of the README's command in local mode (the tier's sample run)."""
+    environment (NEARDUP_VENV_ARCHIVE -> --archives), and the cluster's clusters/ hold the
+    brute-force result. The input: 344 generated documents with a page copied into LSH buckets
+    of more than lsh.all_pairs_up_to (as tests/spark/test_resume.py's: star edges too). The
+    sample on a cluster is test_netns_cluster.py's."""
+    base = synth.CorpusSpec(num_docs=240, seed=13, mean_chars=400, dup_fraction=0.5)
+    skew = SkewSpec(copies=80, clusters=2, cluster_size=12)
+    table = pa.Table.from_batches(list(skewed_batches(base, skew))).select(["id", "text"])
+    inp = tmp_path / "in"
+    inp.mkdir()
+    for i, part in enumerate((table.slice(0, 170), table.slice(170))):
+        pq.write_table(part, inp / f"part-{i}.parquet")
     apps_before = set((cluster.logs / "work").glob("app-*"))
     out = tmp_path / "out"
-    cmd = _submit_cmd(cluster, "1g", "--input", str(SAMPLE), "--output", str(out))
+    cmd = _submit_cmd(cluster, "1g", "--input", str(inp), "--output", str(out))
     proc = subprocess.run(
         cmd,
         capture_output=True,
@@ -370,6 +346,4 @@ def test_executors_with_only_a_bare_python_match_local_mode(
     (app,) = set((cluster.logs / "work").glob("app-*")) - apps_before
     executor_dirs = [p.parent for p in app.rglob("stderr")]
     assert executor_dirs and all((d / "neardup_env" / "bin" / "python").exists() for d in executor_dirs)
-    local, local_proc = sample_run
-    assert local_proc.returncode == 0, local_proc.stderr[-3000:]
-    assert _clusters(out) == _clusters(local)
+    assert read_result(out) == brute_force(table["id"].to_pylist(), table["text"].to_pylist())
