@@ -13,10 +13,14 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 import yarn
 from cli_process import SAMPLE, neardup
 from heavy import HeavyCorpus, build
+
+from brute_force import Result, brute_force
+from neardup_testkit import chains
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,6 +65,18 @@ def sample_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subproce
     out = tmp_path_factory.mktemp("sample") / "out"
     proc = neardup("dedup", "--input", str(SAMPLE), "--output", str(out))
     return out, proc
+
+
+@pytest.fixture(scope="session")
+def chains_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result]:
+    """A hundred documents as Parquet (drifting chains the guard splits, near copies and
+    unrelated ones: neardup_testkit.chains) and their brute-force result at the defaults, for
+    tests whose property is not the sample's: a crash and its rerun, an installed wheel, a
+    DAG (the sample's run is `sample_run`)."""
+    table = chains.generate(chains.ChainSpec(chains=4, steps=8, stars=5, singles=30, seed=3))
+    path = tmp_path_factory.mktemp("chains") / "chains.parquet"
+    pq.write_table(table.select(["id", "text"]), path)
+    return path, brute_force(table["id"].to_pylist(), table["text"].to_pylist())
 
 
 def _run(cmd: list[str]) -> None:

@@ -1,5 +1,6 @@
 """deploy/airflow/neardup_dag.py under a real Airflow: the DAG loads with the expected tasks and
-settings, and one run with dag.test() deduplicates the sample corpus on local[2].
+settings, and one run with dag.test() deduplicates the tier's hundred generated documents on
+local[2] (their brute-force clusters).
 
 Airflow lives in its own venv (deploy/airflow/make-venv.sh explains why): NEARDUP_AIRFLOW_VENV
 if set (`.ci/run` sets it after creating the venv, and then a venv that does not work fails the
@@ -10,7 +11,6 @@ Airflow's log goes to a file; a failure shows its tail."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import subprocess
@@ -22,6 +22,8 @@ from typing import Any
 
 import pyspark
 import pytest
+
+from brute_force import Result, read_result
 
 ROOT = Path(__file__).resolve().parents[2]
 DAGS = ROOT / "deploy" / "airflow"
@@ -161,7 +163,10 @@ def test_dag_loads_with_its_tasks_and_settings(airflow_venv: Path, tmp_path: Pat
     }
 
 
-def test_dag_run_deduplicates_the_sample_on_local_spark(airflow_venv: Path, tmp_path: Path) -> None:
+def test_dag_run_deduplicates_on_local_spark(
+    airflow_venv: Path, chains_corpus: tuple[Path, Result], tmp_path: Path
+) -> None:
+    inp, want = chains_corpus
     log = tmp_path / "airflow.log"
     out = tmp_path / "out"
     env = _environment(
@@ -172,7 +177,7 @@ def test_dag_run_deduplicates_the_sample_on_local_spark(airflow_venv: Path, tmp_
             "NEARDUP_SPARK_SUBMIT": str(SPARK_SUBMIT),
             "NEARDUP_PYTHON": sys.executable,
             # The input from the environment, the output from the run's conf (which wins).
-            "NEARDUP_INPUT": str(SAMPLE),
+            "NEARDUP_INPUT": str(inp),
             "NEARDUP_OUTPUT": str(tmp_path / "not-this-output"),
         },
     )
@@ -213,13 +218,8 @@ def test_dag_run_deduplicates_the_sample_on_local_spark(airflow_venv: Path, tmp_
     assert (out / "_SUCCESS").exists(), _tail(log)
     assert not (tmp_path / "not-this-output").exists()
     report = json.loads((out / "report.json").read_text())
-    counts = report["counts"]
     # spark-submit started the JVM for a local master: the run still took a small local
     # input's shuffle settings, a partition per task slot and no adaptive execution.
     assert (report["spark"]["master"], report["spark"]["shuffle_partitions"]) == ("local[2]", 2)
     assert report["spark"]["adaptive"] is False
-    with gzip.open(SAMPLE, "rt", encoding="utf-8") as f:
-        assert sum(1 for _ in f) == 2254
-    # data/sample/README.md, "Ground truth" at the default threshold 0.8.
-    want = {"input": 2254, "kept": 1271, "exact_duplicates": 574, "near_duplicates": 409, "clusters": 330}
-    assert {k: counts[k] for k in want} == want
+    assert read_result(out) == want

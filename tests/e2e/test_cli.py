@@ -16,9 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 from cli_process import ROOT, SAMPLE, neardup
 
-from brute_force import Result, brute_force, read_result
+from brute_force import Result, read_result
 from inprocess import neardup as in_process
-from neardup_testkit import chains
 from neardup_testkit.reference import guarded_clusters
 
 
@@ -139,25 +138,15 @@ def test_usage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert ran.code == 2 and "neardup: error: the following arguments are required: --input" in ran.err
 
 
-@pytest.fixture(scope="module")
-def chained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result]:
-    """A hundred documents: drifting chains (split by the guard), near copies and unrelated
-    ones (neardup_testkit.chains), and their brute-force result at the defaults (threshold
-    0.8, guard 0.7): each document's kept one, status and similarity."""
-    table = chains.generate(chains.ChainSpec(chains=4, steps=8, stars=5, singles=30, seed=3))
-    path = tmp_path_factory.mktemp("chains") / "chains.parquet"
-    pq.write_table(table.select(["id", "text"]), path)
-    return path, brute_force(table["id"].to_pylist(), table["text"].to_pylist())
-
-
 def test_rerun_after_a_crash_resumes_from_finished_stages(
-    chained: tuple[Path, Result], tmp_path: Path
+    chains_corpus: tuple[Path, Result], tmp_path: Path
 ) -> None:
     """A driver process that dies after sign (its own exit, 86); the rerun resumes, and its
-    clusters are the brute-force ones. Other signing parameters after a crash, and the later
-    stages' crashes, are tests/spark/test_resume.py's, in-process."""
+    clusters are the brute-force ones (the tier's hundred documents). Other signing
+    parameters after a crash, and the later stages' crashes, are tests/spark/test_resume.py's,
+    in-process."""
     crash_after, finished = "sign", ["signatures"]
-    inp, want = chained
+    inp, want = chains_corpus
     out = tmp_path / "out"
     args = ["dedup", "--input", str(inp), "--output", str(out), "--set", "report.html=false"]
     env_fail = {"NEARDUP_FAIL_AFTER_STAGE": crash_after}

@@ -7,8 +7,9 @@
 2. The runtime the job names ships versions of the wheel's requirements that satisfy them, so
    installing the wheel there adds packages and replaces none (pyspark least of all).
 3. The wheel, built from a clean copy of the tracked files and installed with its `spark` extra
-   into a fresh virtual environment pinned to that runtime's library versions, runs the sample
-   corpus through its installed `neardup` entry point.
+   into a fresh virtual environment pinned to that runtime's library versions, runs the job
+   through its installed `neardup` entry point: the brute-force clusters of the tier's hundred
+   generated documents (`chains_corpus`), report.html drawn with the runtime's matplotlib.
 4. In that environment, the way a python_wheel_task runs it: a SparkSession exists first, the
    entry point found in the wheel's metadata is called in the same process with sys.argv set,
    and it works in that session (same application), which is still alive afterwards.
@@ -35,6 +36,8 @@ from typing import Any
 import pytest
 import yaml
 
+from brute_force import Result, read_result
+
 pytestmark = [pytest.mark.slow, pytest.mark.platform]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,17 +45,6 @@ DEPLOY = ROOT / "deploy" / "databricks"
 BUNDLE = DEPLOY / "databricks.yml"
 JOB_JSON = DEPLOY / "job.json"
 JOB_KEY = "neardup_dedup"
-SAMPLE = ROOT / "data" / "sample" / "corpus.jsonl.gz"
-# data/sample/README.md, "Ground truth" at the default threshold 0.8 (as in test_cli.py).
-SAMPLE_COUNTS = {
-    "input": 2254,
-    "kept": 1271,
-    "clusters": 330,
-    "largest_cluster": 167,
-    "exact_duplicates": 574,
-    "near_duplicates": 409,
-    "rejected": 0,
-}
 
 
 # --- 1. the job definitions -------------------------------------------------------------
@@ -293,11 +285,6 @@ def installed(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Iterator
     shutil.rmtree(venv, ignore_errors=True)  # 1 GB (pyspark); the outputs stay for a look
 
 
-def _counts(out: Path) -> dict[str, Any]:
-    report = json.loads((out / "report.json").read_text())
-    return {k: report["counts"][k] for k in SAMPLE_COUNTS}
-
-
 _WHERE = textwrap.dedent(
     """
     import json
@@ -327,16 +314,17 @@ def test_installed_wheel_is_what_runs(installed: Installed) -> None:
     assert info["versions"] == {name: pins[name] for name in names}
 
 
-def test_installed_entry_point_runs_the_sample(installed: Installed) -> None:
+def test_installed_entry_point_runs_the_job(installed: Installed, chains_corpus: tuple[Path, Result]) -> None:
+    inp, want = chains_corpus
     out = installed.root / "out-cli"
     proc = installed.run(
         str(installed.venv / "bin" / "neardup"),
-        "dedup", "--input", str(SAMPLE), "--output", str(out), "--master", "local[2]",
+        "dedup", "--input", str(inp), "--output", str(out), "--master", "local[2]",
         "--conf", "spark.driver.memory=2g", "--conf", "spark.ui.enabled=false",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert (out / "_SUCCESS").exists()
-    assert _counts(out) == SAMPLE_COUNTS
+    assert (out / "_SUCCESS").exists() and (out / "report.html").exists()
+    assert read_result(out) == want
 
 
 # What a python_wheel_task does, as far as can be seen from outside: the cluster's SparkSession
@@ -348,7 +336,7 @@ _WHEEL_TASK = textwrap.dedent(
     from importlib.metadata import entry_points
     from pyspark.sql import SparkSession
 
-    sample, out, missing, result_file = sys.argv[1:]
+    corpus, out, missing, result_file = sys.argv[1:]
     spark = (
         SparkSession.builder.master("local[2]").appName("dbx-like")
         .config("spark.driver.memory", "2g").config("spark.ui.enabled", "false")
@@ -358,7 +346,7 @@ _WHEEL_TASK = textwrap.dedent(
 
     (ep,) = entry_points(group="console_scripts", name="neardup")
     main = ep.load()
-    sys.argv = ["neardup", "dedup", "--input", sample, "--output", out, "--overwrite"]
+    sys.argv = ["neardup", "dedup", "--input", corpus, "--output", out, "--overwrite"]
     code = main()
 
     active = SparkSession.getActiveSession()
@@ -385,13 +373,16 @@ _WHEEL_TASK = textwrap.dedent(
 )
 
 
-def test_wheel_task_reuses_the_active_session(installed: Installed) -> None:
+def test_wheel_task_reuses_the_active_session(
+    installed: Installed, chains_corpus: tuple[Path, Result]
+) -> None:
+    inp, want = chains_corpus
     script = installed.root / "wheel_task.py"
     script.write_text(_WHEEL_TASK)
     out, result_file = installed.root / "out-task", installed.root / "result.json"
     proc = installed.run(
         str(installed.python), str(script),
-        str(SAMPLE), str(out), str(installed.root / "no-such-input.jsonl"), str(result_file),
+        str(inp), str(out), str(installed.root / "no-such-input.jsonl"), str(result_file),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(result_file.read_text())
@@ -401,7 +392,7 @@ def test_wheel_task_reuses_the_active_session(installed: Installed) -> None:
     assert result["after"] == result["before"] and result["app_name"] == "dbx-like"
     assert result["stopped"] is False
     assert "the active session's JVM" in proc.stderr  # neardup's first line says it reused one
-    assert _counts(out) == SAMPLE_COUNTS
+    assert read_result(out) == want
     # Failure is a return value (2: usage, a missing input), not an exception; the session lives.
     assert result["missing_input_code"] == 2
     assert result["after_failure"] == result["before"]
