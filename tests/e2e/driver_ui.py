@@ -41,9 +41,9 @@ def wait_for_busy_executor(ui: int, stage: str, driver: subprocess.Popen[bytes],
     return busy
 
 
-def wait_for(what: str, ready: Any, driver: subprocess.Popen[bytes], log: Path) -> None:
+def wait_for(what: str, ready: Any, driver: subprocess.Popen[bytes], log: Path, every: float = 0.2) -> None:
     deadline = time.monotonic() + 600
     while not ready():
         assert driver.poll() is None, f"the driver ended before {what}:\n" + log.read_text()[-3000:]
         assert time.monotonic() < deadline, f"{what} never came"
-        time.sleep(0.2)
+        time.sleep(every)

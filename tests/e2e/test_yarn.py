@@ -1,7 +1,7 @@
 """YARN and HDFS for real, on Hadoop's own minicluster (yarn.py; the `minicluster` fixture,
 one per test session): ./spark-submit.sh --master yarn in client and in cluster mode, with
 hdfs:// input and output and Python shipped as the tier's venv-pack archive, against a local
-run of the same corpus; faults.
+run of the same corpus; faults; the index on HDFS.
 
 Two submits cover client mode, cluster mode and the faults: a client-mode run whose driver is
 killed after stage candidates, and its rerun in cluster mode, which resumes from _work/ on HDFS
@@ -168,9 +168,9 @@ def submit_env(h: OnHdfs) -> dict[str, str]:
     }
 
 
-def hdfs_clusters(h: OnHdfs, output: str, local: Path) -> list[dict[str, Any]]:
+def hdfs_clusters(cluster: MiniCluster, output: str, local: Path) -> list[dict[str, Any]]:
     """clusters/ of an output on HDFS (copied to `local`), whole and sorted by id."""
-    return clusters_rows(h.cluster.get(f"{output}/clusters", local / "clusters").parent)
+    return clusters_rows(cluster.get(f"{output}/clusters", local / "clusters").parent)
 
 
 def submit(
@@ -310,7 +310,200 @@ def test_the_rerun_in_cluster_mode_resumes_them_through_a_killed_executor(
     report = json.loads(h.cluster.read(f"{FAULTS}/report.json"))
     assert sorted(report["resumed_stages"]) == ["candidates", "signatures", "star_edges"]
     assert seen.get("dedup.py") == {SHIPPED_PYTHON} and seen.get("pyspark.daemon") == {SHIPPED_PYTHON}, seen
-    assert hdfs_clusters(h, FAULTS, tmp_path) == h.local
+    assert hdfs_clusters(h.cluster, FAULTS, tmp_path) == h.local
     took = time.monotonic() - began
     print(f"cluster-mode rerun: {took:.1f} s; executor {victim} ({container}) killed at {killed_at:.1f} s")
 
+
+# --- the index on HDFS ----------------------------------------------------------------------
+
+INDEX = "/indexes/main"
+Snapshot = tuple[int, list[str], set[tuple[int, int, int]]]
+
+
+@dataclass(frozen=True)
+class Batches:
+    urls: list[str]  # three batches of one generated corpus on HDFS (clusters straddle them)
+    ids: list[list[int]]
+    text: dict[int, str]
+
+
+@pytest.fixture(scope="module")
+def batches(minicluster: MiniCluster, tmp_path_factory: pytest.TempPathFactory) -> Batches:
+    from neardup_testkit.synth import CorpusSpec, generate
+
+    table = generate(CorpusSpec(num_docs=600, seed=31, mean_chars=400, dup_fraction=0.5))
+    root = tmp_path_factory.mktemp("batches")
+    urls, ids = [], []
+    for k in range(3):
+        part = table.slice(k * 200, 200)
+        pq.write_table(part, root / f"batch{k}.parquet")
+        minicluster.put(root / f"batch{k}.parquet", f"/index-data/batch{k}/part-0.parquet")
+        urls.append(minicluster.url(f"/index-data/batch{k}"))
+        ids.append(part["id"].to_pylist())
+    text = dict(zip(table["id"].to_pylist(), table["text"].to_pylist(), strict=True))
+    return Batches(urls, ids, text)
+
+
+def read_index(cluster: MiniCluster, path: str, local: Path) -> Snapshot:
+    """(version, segments, every (id, band, key)) as docs/design.md says a reader finds them:
+    the highest manifest on HDFS, and only the segments it lists (copied to `local`, read
+    with pyarrow)."""
+    names = sorted(n for n in cluster.list(f"{path}/_manifest") if re.fullmatch(r"v\d{8}\.json", n))
+    manifest = json.loads(cluster.read(f"{path}/_manifest/{names[-1]}"))
+    rows: set[tuple[int, int, int]] = set()
+    for seg in manifest["segments"]:
+        where = cluster.get(f"{path}/segments/{seg['name']}", local / f"{time.monotonic_ns()}")
+        ids = {r["_n"]: r["_id"] for r in pq.read_table(where / "docs").to_pylist()}
+        keys = pq.read_table(where / "keys").to_pylist()
+        rows |= {(ids[r["_n"]], int(r["band"]), r["_band_key"]) for r in keys}
+    return manifest["version"], [s["name"] for s in manifest["segments"]], rows
+
+
+def kill_mid_write(cluster: MiniCluster, batch: str, log: Path) -> int:
+    """`index add` as a process of its own (local mode, the index on HDFS), its whole process
+    group (driver, JVM, Python workers) killed with SIGKILL as soon as the new segment's
+    band keys are being written on HDFS; its exit status."""
+    cmd = [sys.executable, "-m", "neardup", "index", "add", "--input", batch, "--index", cluster.url(INDEX)]
+    # What the command line gives a small local input, which it cannot tell an hdfs:// one is.
+    cmd += [
+        "--master",
+        "local[1]",
+        "--conf",
+        "spark.sql.shuffle.partitions=1",
+        "--conf",
+        "spark.ui.enabled=false",
+    ]
+    cmd += ["--conf", "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1"]
+    segments = f"{INDEX}/segments"
+    earlier = set(cluster.list(segments))  # a crashed add's segment, say
+
+    def writing() -> bool:
+        new = [n for n in cluster.list(segments) if n not in earlier and n.startswith("v00000002-")]
+        return any("keys" in cluster.list(f"{segments}/{n}") for n in new)
+
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_for("band keys written", writing, proc, log, every=0.02)
+        os.killpg(proc.pid, signal.SIGKILL)
+        return proc.wait(timeout=60)
+    finally:
+        stop(proc)
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 9)
+
+
+def test_the_index_on_hdfs(
+    local_spark: Any,
+    minicluster: MiniCluster,
+    batches: Batches,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`index build`, `index add` and `dedup --against` with the index, the batches and the
+    output on HDFS, with the guarantees of docs/index.md as tests/spark/test_index_cli.py
+    checks them on local disk: an add that crashes before its commit, and one killed with
+    SIGKILL mid-write (a process of its own, its files on HDFS left open), leave the index
+    reading as before; a rerun commits the next version and deletes what they left; ids
+    already indexed are refused (exit 3); `dedup --against` equals its plain-Python reference;
+    an index of other parameters, and indexed texts rewritten since, are refused (exit 4)."""
+    from inprocess import neardup
+    from neardup.runtime.stagelog import FAULT_ENV, FAULT_HOW_ENV, InjectedCrash
+    from neardup_testkit.reference import incremental_clusters
+
+    c, b, began = minicluster, batches, time.monotonic()
+    laps: list[str] = []
+
+    def lap(what: str) -> None:
+        laps.append(f"{what} {time.monotonic() - began:.0f} s")
+
+    index = c.url(INDEX)
+    built = neardup(capsys, "index", "build", "--input", b.urls[0], "--index", index)
+    assert built.code == 0, built.err[-3000:]
+    assert built.out.startswith(f"neardup: indexed 200 of 200 rows of {b.urls[0]}"), built.out
+    lap("build")
+    before = read_index(c, INDEX, tmp_path)
+    assert before[0] == 1 and {r[0] for r in before[2]} == set(b.ids[0]) and len(before[2]) == 200 * 18
+
+    # A crash between the segment's files and the commit (the stage hook raising where a
+    # driver of its own would exit), then a real process killed mid-write.
+    with monkeypatch.context() as crashing:
+        crashing.setenv(FAULT_ENV, "write")
+        crashing.setenv(FAULT_HOW_ENV, "raise")
+        with pytest.raises(InjectedCrash):
+            neardup(capsys, "index", "add", "--input", b.urls[1], "--index", index)
+    lap("crashed add")
+    capsys.readouterr()
+    assert read_index(c, INDEX, tmp_path) == before
+    assert len(c.list(f"{INDEX}/segments")) == 2  # the unlisted segment, never read
+    assert kill_mid_write(c, b.urls[1], tmp_path / "add.log") == -signal.SIGKILL
+    lap("killed add")
+    assert read_index(c, INDEX, tmp_path) == before
+    assert len(c.list(f"{INDEX}/segments")) == 3
+
+    # The rerun commits version 2 and deletes what the crashed ones left.
+    rerun = neardup(capsys, "index", "add", "--input", b.urls[1], "--index", index)
+    assert rerun.code == 0, rerun.err[-3000:]
+    lap("rerun")
+    version, segments, rows = read_index(c, INDEX, tmp_path)
+    assert version == 2 and segments[0] == before[1][0] and len(segments) == 2
+    assert {r[0] for r in rows} == set(b.ids[0]) | set(b.ids[1]) and len(rows) == 400 * 18
+    assert sorted(c.list(f"{INDEX}/segments")) == sorted(segments)
+    assert sorted(c.list(f"{INDEX}/_manifest")) == ["v00000001.json", "v00000002.json"]
+    twice = neardup(capsys, "index", "add", "--input", b.urls[1], "--index", index)
+    assert twice.code == 3 and "id(s) are already in index" in twice.err, twice.err[-3000:]
+    assert read_index(c, INDEX, tmp_path) == (version, segments, rows)
+
+    # The third batch against the index: its plain-Python reference, document for document.
+    out = "/out/against"
+    against = neardup(
+        capsys, "dedup", "--input", b.urls[2], "--output", c.url(out), "--against", index, *NO_HTML
+    )
+    assert against.code == 0, against.err[-3000:]
+    lap("against")
+    indexed = b.ids[0] + b.ids[1]
+    want = incremental_clusters(
+        b.ids[2], [b.text[i] for i in b.ids[2]], indexed, [b.text[i] for i in indexed], 0.8, 0.7
+    )
+    got = hdfs_clusters(c, out, tmp_path / "against")
+    assert {r["id"]: (r["cluster_id"], _round(r["similarity"])) for r in got} == {
+        i: (kept, _round(s)) for i, (kept, s) in want.items()
+    }
+    matched = {i: kept for i, (kept, _) in want.items() if kept in set(indexed)}
+    assert matched and {r["id"]: r["matched_index_id"] for r in got if r["matched_index_id"]} == matched
+    report = json.loads(c.read(f"{out}/report.json"))
+    assert report["counts"]["matched_index"] == len(matched)
+
+    # Refusals, each one line and exit 4: other band parameters; an indexed file rewritten.
+    banded = ("--set", "lsh.bands=20", "--set", "lsh.rows=6")
+    other = neardup(
+        capsys, "dedup", "--input", b.urls[2], "--output", c.url("/out/x"), "--against", index, *banded
+    )
+    errors = [line for line in other.err.splitlines() if line.startswith("neardup: error:")]
+    assert other.code == 4 and errors == [
+        f"neardup: error: index {index} was built with lsh.bands=18, this run has lsh.bands=20"
+    ], other.err[-3000:]
+    batch0 = tmp_path / "batch0.parquet"
+    c.get("/index-data/batch0/part-0.parquet", batch0)
+    c.put(batch0, "/index-data/batch0/part-0.parquet")  # the same bytes, a new modification time
+    changed = neardup(
+        capsys, "dedup", "--input", b.urls[2], "--output", c.url("/out/changed"), "--against", index
+    )
+    errors = [line for line in changed.err.splitlines() if line.startswith("neardup: error:")]
+    assert changed.code == 4 and len(errors) == 1 and "changed since it was indexed" in errors[0], (
+        changed.err[-3000:]
+    )
+    lap("refusals")
+    print(f"index on HDFS: {time.monotonic() - began:.1f} s ({', '.join(laps)})")

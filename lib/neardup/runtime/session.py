@@ -50,6 +50,12 @@ _DEFAULTS = {
     # still get a page of their own size.
     "spark.buffer.pageSize": "2m",
 }
+# A local session has one executor: locality can only be waited for, and local mode offers its
+# task slots again only when a task ends. A stage whose tasks that had a local slot (cached
+# partitions) ended within the wait, and whose others prefer hosts the executor is not on
+# (blocks on HDFS), then waited for ever: dedup --against with the index on HDFS, at the
+# guard's checkpoint (tests/e2e/test_yarn.py). Set when the session starts; a user's --conf wins.
+LOCAL_MODE_SETTINGS = {"spark.locality.wait": "0"}
 DRIVER_MEMORY = "spark.driver.memory"
 # Inputs up to this size (bytes as stored) run in a JVM tuned for a short run.
 SMALL_INPUT_BYTES = 64 << 20
@@ -123,6 +129,7 @@ def start(
     java_options = local_java_options(small_input) if local else []
     if local:
         settings.update(local_settings(small_input, local_cores(master or "local[*]")))
+        settings.update(LOCAL_MODE_SETTINGS)
     if local and not _submitted():
         heap_note = _size_local_heap(conf, settings)
     elif _submitted():
