@@ -55,7 +55,7 @@ ARTIFACTS = [
 MAIN_CLASS = "org.apache.hadoop.mapreduce.MiniHadoopClusterManager"
 NODEMANAGERS = 1  # one node holds the application master and two executors: a start is shorter
 NODE_MEMORY_MB = 6144  # what the node advertises; nothing enforces it (checks off)
-START_TIMEOUT = 240  # seconds; 15-35 s here, longer on a loaded machine
+START_TIMEOUT = 240  # seconds; 10-15 s here on 2 cores, longer on a loaded machine
 # For JVMs that live minutes and do little (the cluster, and the tests' Spark containers): C1
 # only and one GC thread, as the command line starts a JVM for a small local input. On this
 # 2-core machine a submit took half the CPU seconds with them (65 against 119).
