@@ -27,6 +27,7 @@ from neardup_testkit.synth import CorpusSpec
 
 NO_HTML = ("--set", "report.html=false")
 
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result]:
     """The input (three files) and the brute-force result, each document's kept one, status

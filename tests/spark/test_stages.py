@@ -78,7 +78,10 @@ def _check_similarity(cfg: config.Config, inp: str, out: Path) -> None:
 
 def _run(spark: Any, inp: str, out: Path, *sets: str) -> list[Row]:
     cfg = config.load(sets=["report.html=false", *sets])
-    run(spark, cfg, inp, str(out))
+    report = run(spark, cfg, inp, str(out)).report
+    # report.html=false: no page and no report stage (test_report.py has a run with both).
+    assert (out / "_SUCCESS").exists() and not (out / "report.html").exists()
+    assert "report" not in report["seconds"]
     if inp.endswith(".parquet"):
         _check_similarity(cfg, inp, out)
     return _clusters(out)
@@ -124,31 +127,28 @@ def test_exact_copies_and_policies(spark: Any, tmp_path: Path) -> None:
     assert kept.to_pylist() == [rows[2], rows[4], rows[3]]  # every input column, unchanged
 
 
-def test_longest_counts_characters_not_bytes(spark: Any, tmp_path: Path) -> None:
-    # Exact copies after NFKC: " \ufb01ne" is 4 characters in 6 bytes, " fine" 5 in 5.
-    rows = [{"id": 1, "text": BASE + " \ufb01ne"}, {"id": 2, "text": BASE + " fine"}]
-    assert _run(spark, _write(tmp_path, rows), tmp_path / "out") == [
-        (1, 2, False, "exact_duplicate", None),
-        (2, 2, True, "kept", None),
-    ]
-
-
 @pytest.mark.compat
-def test_rejected_rows_and_string_ids(spark: Any, tmp_path: Path) -> None:
+def test_rejected_rows_string_ids_and_longest_in_characters(spark: Any, tmp_path: Path) -> None:
     rows = [
         {"id": "b", "text": BASE},
         {"id": "a10", "text": BASE},
         {"id": "a9", "text": None},
         {"id": "", "text": "   \n\t "},
         {"id": "zz", "text": OTHER},
+        # Exact copies after NFKC: " \ufb01ne" is 4 characters in 6 bytes, " fine" 5 in 5.
+        {"id": "l1", "text": THIRD + " \ufb01ne"},
+        {"id": "l2", "text": THIRD + " fine"},
     ]
     inp = _write(tmp_path, rows)
-    # Same length: the smallest id ("a10" < "b" as strings) wins.
+    # Same length: the smallest id ("a10" < "b" as strings) wins. Longest counts characters:
+    # l2, not l1.
     assert _run(spark, inp, tmp_path / "out") == [
         ("", None, False, "rejected", "empty text after normalization"),
         ("a10", "a10", True, "kept", None),
         ("a9", None, False, "rejected", "null text"),
         ("b", "a10", False, "exact_duplicate", None),
+        ("l1", "l2", False, "exact_duplicate", None),
+        ("l2", "l2", True, "kept", None),
         ("zz", "zz", True, "unique", None),
     ]
     rejected = pq.read_table(tmp_path / "out" / "rejected").sort_by("id").to_pylist()
@@ -266,9 +266,8 @@ def test_verification_methods_and_oph(spark: Any, tmp_path: Path) -> None:
         {"id": 4, "text": THIRD},
     ]
     inp = _write(tmp_path, rows)
-    for i, sets in enumerate(
-        [["verify.method=exact"], ["verify.method=signature"], ["minhash.method=classic"]]
-    ):
+    # Exact verification of one-permutation signatures is every other run's (the defaults).
+    for i, sets in enumerate([["verify.method=signature"], ["minhash.method=classic"]]):
         assert _run(spark, inp, tmp_path / f"o{i}", *sets) == [
             (1, 2, False, "near_duplicate", None),
             (2, 2, True, "kept", None),
