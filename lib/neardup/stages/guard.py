@@ -82,13 +82,14 @@ def guard_clusters(
     pinned: DataFrame | None = None,
     small_pinned: bool = True,
     nearest_below: float | None = None,
+    first_bound: int | None = None,
 ) -> tuple[DataFrame, GuardStats]:
     """clustered (_id, _kept_id): every representative in a cluster (kept ones included);
     edges (src, dst, similarity): the verified edges, src < dst
     -> (_id, _kept_id, similarity) for the same ids, and the guard's figures.
 
     score: (src, dst) pairs, src the kept document (its id larger or smaller), and a bound on
-    their number where the guard knows one (None: at most one per clustered document) ->
+    their number where the guard knows one (None: not known) ->
     (src, dst, similarity) for every pair; choose: a frame (_id, _component) -> (_id, _kept_id) by
     the survivor policy; components: edges (src, dst) -> (_id, _component); keep: persist
     a frame for the rest of the run. threshold None: the guard is off and the removed
@@ -96,6 +97,8 @@ def guard_clusters(
     broadcast when `small_pinned`; a pinned document that is not its cluster's survivor
     fails whatever its score. nearest_below: removed documents of split clusters below this
     against their kept one go to the nearest kept one of their cluster (None: no such step).
+    first_bound: the rows of `clustered`, where known: the first round scores at most one
+    pair per removed document.
     """
     stats = GuardStats()
     edge_sims = edges.select(C.SRC, C.DST, C.SIMILARITY)
@@ -110,7 +113,7 @@ def guard_clusters(
         clears = clears & F.col(_PINNED).isNull()
     is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
     is_failing = ~is_kept & ~clears
-    bound: int | None = None  # the pairs a round scores: after the first, its failing documents
+    bound = first_bound  # the pairs a round scores: after the first, its failing documents
     while True:
         stats.rounds += 1
         sims = _similarity_to_kept(pending, edge_sims, score, bound)
