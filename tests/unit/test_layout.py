@@ -57,13 +57,13 @@ def test_an_edited_kernel_dependency_is_never_served_from_a_stale_cache(tmp_path
     makes the edit take effect."""
     lib = tmp_path / "lib"
     shutil.copytree(LIB / "neardup", lib / "neardup", ignore=shutil.ignore_patterns("__pycache__"))
-    env = {"PYTHONPATH": str(lib), "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "NEARDUP_NUMBA_CACHE_BASE": ""}
+    env = {"PYTHONPATH": str(lib), "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     sign = (
         "import pyarrow as pa\n"
-        "from neardup.kernels.minhash import signatures\n"
+        "from neardup.kernels.minhash import signatures, _sign_texts_kernel as k\n"
         "s = signatures(pa.array(['wordsoflength thirteen characters'] * 1), unit='word', ngram=2, "
         "char_ngram=2, num_perm=8, seed=1, method='oph')\n"
-        "import numba; print(s[0].tolist(), numba.config.CACHE_DIR)\n"
+        "print(s[0].tolist(), k._cache.cache_path)\n"
     )
     before, cache_before = _python(sign, env, tmp_path).rsplit(" ", 1)
     again, _ = _python(sign, env, tmp_path).rsplit(" ", 1)
@@ -78,14 +78,19 @@ def test_an_edited_kernel_dependency_is_never_served_from_a_stale_cache(tmp_path
     assert after != before, "a signature computed by stale compiled code"
 
 
-def test_cache_directory_names_the_sources_digest(tmp_path: Path) -> None:
+def test_cache_directory_names_the_sources_and_environment_digest(tmp_path: Path) -> None:
+    """Every kernel caches in `<NUMBA_CACHE_DIR>/neardup-<key>`, the key a digest of the
+    sources and of what compiled code depends on; NUMBA_CACHE_DIR itself is left alone."""
     out = _python(
-        "import neardup.kernels, os; from neardup.kernels import numba_cache as c\n"
-        "print(os.environ['NUMBA_CACHE_DIR'], c.sources_digest())\n",
-        {"NUMBA_CACHE_DIR": str(tmp_path), "NEARDUP_NUMBA_CACHE_BASE": ""},
+        "import os, json; from neardup.kernels import numba_cache as c, hashing, minhash\n"
+        "print(json.dumps([os.environ['NUMBA_CACHE_DIR'], c.cache_key(), c.sources_digest(),\n"
+        "  c.environment(),\n"
+        "  hashing._text_hash128_kernel._cache.cache_path, minhash._sign_texts_kernel._cache.cache_path]))\n",
+        {"NUMBA_CACHE_DIR": str(tmp_path), "NEARDUP_NUMBA_SHIPPED": "0"},
     )
-    path, digest = out.split()
-    assert path == str(tmp_path / f"neardup-{digest}")
+    base, key, digest, env, *paths = json.loads(out)
+    assert base == str(tmp_path) and paths == [str(tmp_path / f"neardup-{key}")] * 2
+    assert key != digest and {"numba", "llvmlite", "numpy", "python", "machine"} <= set(env)
 
 
 # The package's layers, lowest first: a module imports from its own layer or lower ones.

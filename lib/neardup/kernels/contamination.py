@@ -33,12 +33,12 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
-from numba import njit
 
 from neardup import columns as C
 from neardup.kernels.arrow import text_buffers
 from neardup.kernels.choices import DECON_VERIFY
 from neardup.kernels.hashing import MASK64, _count_words, doc_shingles, shingle_hashes, shingle_keys
+from neardup.kernels.jit import njit
 from neardup.kernels.minhash import band_keys, estimate_jaccard
 from neardup.kernels.signatures import REASON_EMPTY, REASON_NULL, SignParams, normalized, text_signatures
 from neardup.kernels.similarity import jaccard_between

@@ -61,10 +61,10 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-from numba import njit
 
 from neardup.kernels.arrow import text_buffers
 from neardup.kernels.choices import UNITS
+from neardup.kernels.jit import njit
 
 __all__ = [
     "DEFAULT_TEXT_SEED",

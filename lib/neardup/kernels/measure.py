@@ -29,11 +29,11 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
-from numba import njit
 
 from neardup import columns as C
 from neardup.kernels.buckets import pair_indices
 from neardup.kernels.hashing import MASK64, shingle_hashes, splitmix64, text_hash128
+from neardup.kernels.jit import njit
 from neardup.kernels.minhash import band_keys, signatures
 from neardup.kernels.scurve_fit import LOW_EDGE
 from neardup.kernels.signatures import SignParams

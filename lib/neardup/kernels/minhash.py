@@ -44,7 +44,6 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-from numba import njit
 
 from neardup.kernels.arrow import text_buffers
 from neardup.kernels.choices import METHODS
@@ -57,6 +56,7 @@ from neardup.kernels.hashing import (
     shingle_keys,
     splitmix64,
 )
+from neardup.kernels.jit import njit
 
 __all__ = [
     "EMPTY_SLOT",

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-from numba import njit
+
+from neardup.kernels.jit import njit
 
 
 def signature_matrix(col: pa.Array | pa.ChunkedArray, num_perm: int) -> np.ndarray:

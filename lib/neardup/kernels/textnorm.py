@@ -29,9 +29,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
-from numba import njit
 
 from neardup.kernels.arrow import text_buffers
+from neardup.kernels.jit import njit
 
 __all__ = ["WHITESPACE_CLASS", "collapse_whitespace", "normalize"]
 

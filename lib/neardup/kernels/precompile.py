@@ -1,0 +1,183 @@
+"""Compile every kernel ahead of use, into the folder the wheel ships (numba_cache.py).
+
+    python -m neardup.kernels.precompile OUT [--targets x86-64-v4,x86-64-v3,generic]
+
+For each CPU target, a process of its own (numba's target is fixed per process) runs
+`exercise()` with an empty cache directory and `NEARDUP_NUMBA_CPU` set to the target; the
+cache files of all targets go into OUT (one index per kernel, holding every target's
+entries), with ``manifest.json``: the cache key they were compiled under (the sources'
+digest and the versions of what compiled code depends on), the targets and the files. OUT
+is replaced whole. The build (setup.py) runs it on the package's built copy, so the key is
+that of the files installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+
+from neardup.kernels.numba_cache import CPU_ENV, ENV, MANIFEST, SHIPPED_ENV, X86_64
+
+# The psABI levels of x86-64, best first: a host runs the best one its CPU has. OPH signing
+# (the default) runs as fast on any of them as on the host's own CPU; classic signing needs
+# wide vectors (docs/performance.md, "Compiled code shipped with the wheel").
+X86_TARGETS = ("x86-64-v4", "x86-64-v3", "generic")
+
+
+def default_targets() -> tuple[str, ...]:
+    return X86_TARGETS if platform.machine().lower() in X86_64 else ("generic",)
+
+
+def exercise() -> int:
+    """Call every kernel the way the job's stages do (Arrow string and large_string input,
+    read-only buffers as from Spark's batches, both shingle units and MinHash methods,
+    signatures kept or not, exact verification, decontamination with its reference as the
+    workers read it, tune's measuring): each numba specialization the job uses gets
+    compiled. Returns a row count, so nothing is optimized away."""
+    from neardup import columns as C
+    from neardup.kernels.contamination import (
+        DeconParams,
+        build_reference,
+        decontaminate_batch,
+        reference_bytes,
+        reference_from_bytes,
+    )
+    from neardup.kernels.hashing import shingle_hashes, text_hash128
+    from neardup.kernels.measure import measure_pairs, sample_keys
+    from neardup.kernels.scoring import score_groups
+    from neardup.kernels.signatures import SignParams, sign_batch
+    from neardup.kernels.similarity import jaccard_between, jaccard_of_pairs
+
+    words = "the quick brown fox jumps over the lazy dog and runs far away from the farm"
+    texts = [
+        words,
+        words.replace("lazy", "sleepy"),
+        "  Ünïcödé\u00a0text\u3000with   wide spaces and\tTABS, and punctuation!  ",
+        "short",
+        "",
+        None,
+    ]
+    n = 0
+    # All-ASCII batches take normalization's fast path, on the input's own buffers.
+    ascii_only = [t if t is None else t.encode("ascii", "replace").decode() for t in texts]
+    kinds = (pa.string(), pa.large_string())
+    for rows, kind, spark in itertools.product((texts, ascii_only), kinds, (False, True)):
+        ids = pa.array(range(1, len(rows) + 1), pa.int64())
+        batch = pa.record_batch({C.DOC_ID: ids, C.TEXT: pa.array(rows, kind)})
+        if spark:  # read from an Arrow stream, as Spark hands batches over: read-only buffers
+            batch = _from_stream(batch)
+        arr = batch.column(C.TEXT)
+        for unit in ("word", "char"):
+            for method in ("oph", "classic"):
+                for lowercase, strip in ((True, False), (False, True)):
+                    p = SignParams(lowercase, strip, unit, 5, 5, 128, 1, method, 16, 8)
+                    for keep in (False, True):
+                        n += len(sign_batch(batch, p, keep))
+                    n += len(sample_keys(batch, p))
+                    group = pa.record_batch(
+                        {C.GROUP: pa.array([1] * len(rows), pa.int64()), C.DOC_ID: ids, C.TEXT: arr}
+                    )
+                    n += sum(len(b) for b in score_groups([group], p, 0.0))
+            offsets, hashes = shingle_hashes(arr.fill_null(""), unit, 3, 5, 7)
+            n += len(jaccard_of_pairs(offsets, hashes, offsets[:-1] * 0, offsets[:-1] * 0))
+            idx = pa.array([0, 1]).to_numpy()
+            n += len(jaccard_between(offsets, hashes, offsets, hashes, idx, idx))
+        n += len(text_hash128(arr))
+        sign = SignParams(True, False, "word", 5, 5, 128, 1, "oph", 16, 8)
+        for ngram, threshold, verify in ((3, 0.5, "exact"), (3, 0.5, "signature"), (0, 0.5, "exact")):
+            params = DeconParams(sign, ngram=ngram, threshold=threshold, verify=verify)
+            ref = reference_from_bytes(reference_bytes(build_reference(arr, params)))
+            n += len(decontaminate_batch(batch, ref, params))
+        n += len(measure_pairs(pa.chunked_array([arr, arr]), sign).left)
+    return n
+
+
+def _from_stream(batch: pa.RecordBatch) -> pa.RecordBatch:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return pa.ipc.open_stream(sink.getvalue()).read_next_batch()
+
+
+def _compile(target: str, lib: Path, cache: Path) -> str:
+    """Run `exercise()` for `target` in a process of its own; its cache key."""
+    env = {
+        **os.environ,
+        CPU_ENV: target,
+        ENV: str(cache),
+        SHIPPED_ENV: "0",
+        "PYTHONPATH": os.pathsep.join([str(lib), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
+    env.pop("NUMBA_CPU_NAME", None)
+    env.pop("NUMBA_CPU_FEATURES", None)
+    code = (
+        "from neardup.kernels import numba_cache, precompile\n"
+        "precompile.exercise()\n"
+        "done = numba_cache.install()\n"
+        f"assert done['target'] == {target!r}, done\n"
+        "print(numba_cache.cache_key())\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=900, check=False
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"precompiling for {target} failed:\n{proc.stderr[-4000:]}")
+    return proc.stdout.split()[-1]
+
+
+def build(out: Path, targets: tuple[str, ...] | None = None, lib: Path | None = None) -> dict[str, object]:
+    """Compile the kernels of the package under `lib` (default: this one's) for `targets`
+    into `out`; returns the manifest written there."""
+    from neardup.kernels import numba_cache
+
+    targets = targets or default_targets()
+    lib = lib or Path(__file__).resolve().parents[2]
+    with tempfile.TemporaryDirectory(prefix="neardup-precompile-") as tmp:
+        cache = Path(tmp) / "cache"
+        keys = {_compile(t, lib, cache) for t in targets}
+        if len(keys) != 1:
+            raise RuntimeError(f"the targets compiled under different keys: {sorted(keys)}")
+        (key,) = keys
+        (folder,) = [p for p in cache.iterdir() if p.name == f"neardup-{key}"]
+        files = sorted(p.name for p in folder.iterdir() if p.suffix in (".nbi", ".nbc"))
+        manifest: dict[str, object] = {
+            "key": key,
+            "environment": numba_cache.environment(),
+            "targets": list(targets),
+            "files": files,
+        }
+        staging = out.with_name(out.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        for name in files:
+            shutil.copyfile(folder / name, staging / name)
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        shutil.rmtree(out, ignore_errors=True)
+        staging.rename(out)
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("out", type=Path)
+    p.add_argument("--targets", help="comma-separated LLVM CPU names (default: %(default)s)",
+                   default=",".join(default_targets()))  # fmt: skip
+    p.add_argument("--lib", type=Path, help="the folder holding the neardup package to compile")
+    args = p.parse_args(argv)
+    manifest = build(args.out, tuple(t for t in args.targets.split(",") if t), args.lib)
+    print(f"precompiled {len(manifest['files'])} files for {', '.join(manifest['targets'])} "  # type: ignore[arg-type]
+          f"into {args.out} (key {manifest['key']})")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
