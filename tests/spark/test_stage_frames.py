@@ -257,8 +257,8 @@ def _guard(
     """The guard on the chain and the star; `pinned`: indexed documents (dedup --against),
     first in the survivor order and never removed. Its regrouping labels components on the
     driver, as dedup does where the edges are within the broadcast bound (every run of the
-    test corpora); `distributed`: by the distributed rounds instead, as on a large input
-    (each call a few Spark jobs more)."""
+    test corpora), and its nearest step keeps its books there too; `distributed`: both
+    by Spark jobs instead, as on a large input (each call a few Spark jobs more)."""
     cfg = config.load()
     edge_schema = f"{C.SRC} bigint, {C.DST} bigint, {C.SIMILARITY} double"
     edges = spark.createDataFrame(_EDGES, edge_schema)
@@ -308,6 +308,7 @@ def _guard(
         max_rounds=max_rounds,
         pinned=spark.createDataFrame([(i,) for i in pinned], f"{C.DOC_ID} bigint") if pinned else None,
         nearest_below=nearest_below,
+        on_driver=not distributed,
     )
     assert out.columns == [C.DOC_ID, C.KEPT_ID, C.SIMILARITY]
     # The nearest step's scoring is the last call, not a round's.
@@ -337,10 +338,13 @@ def test_guard_splits_a_drifting_chain_until_every_member_clears_it(spark: Any) 
     )
 
 
-def test_guard_sends_a_removed_document_below_the_threshold_to_its_nearest_kept_one(spark: Any) -> None:
+@pytest.mark.parametrize("distributed", [False, True], ids=["driver", "distributed"])
+def test_guard_sends_a_removed_document_below_the_threshold_to_its_nearest_kept_one(
+    spark: Any, distributed: bool
+) -> None:
     """After the rounds split the chain around 1 and 4, 3 (0.7225 to 1, below 0.8) is scored
     against 4 (0.85) and moves there; 2 (0.85 to 1) and the star stay."""
-    got, stats = _guard(spark, threshold=0.7, max_rounds=20, nearest_below=0.8)
+    got, stats = _guard(spark, threshold=0.7, max_rounds=20, nearest_below=0.8, distributed=distributed)
     assert got == {
         1: (1, None),
         2: (1, 0.85),

@@ -610,6 +610,7 @@ def _guard(
             small_pinned=against is not None and broadcastable(against.n_nodes),
             nearest_below=cfg.verify_threshold,
             first_bound=chosen.rows,
+            on_driver=broadcastable(chosen.rows),
         )
     # Kept before the sizes are summed from it: write reads it again.
     guarded = r.keep(guarded)
