@@ -47,8 +47,22 @@ fi
 build="$here/build"
 mkdir -p "$build"
 zip_path="$build/neardup.zip"
+# The kernels compiled ahead of use, as the wheel ships them (lib/neardup/kernels/precompile.py),
+# so that executors load them instead of compiling them: once per change of the kernels'
+# sources or of this Python's numba, numpy or llvmlite (half a minute), kept in build/.
+# Executors whose environment differs from this Python's compile as before. Skipped where
+# this Python has no numba, or with NEARDUP_PRECOMPILE=0.
+compiled="$build/compiled"
+zip_extra=()
+if [ "${NEARDUP_PRECOMPILE:-1}" != 0 ]; then
+  if PYTHONPATH="$here/lib" "$python" -m neardup.kernels.precompile --if-stale "$compiled" >/dev/null 2>"$build/precompile.log"; then
+    zip_extra=(--compiled "$compiled")
+  else
+    echo "spark-submit.sh: the kernels were not compiled ahead (see $build/precompile.log); executors compile them" >&2
+  fi
+fi
 # A zip of the package (py + the packaged YAML defaults), rebuilt every time so it never goes stale.
-"$python" "$here/scripts/build_zip.py" "$zip_path"
+"$python" "$here/scripts/build_zip.py" "$zip_path" "${zip_extra[@]}"
 
 extra=()
 if [ "$with_graphframes" = 1 ]; then

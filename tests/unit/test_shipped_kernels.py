@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import script_module
 from neardup.kernels import precompile
 from neardup_testkit import hashspec
 
@@ -127,13 +128,13 @@ def test_an_empty_cache_loads_the_shipped_code_and_compiles_nothing(
 
 
 def test_kernels_imported_from_a_zip_load_the_shipped_code(shipped_lib: Path, tmp_path: Path) -> None:
-    """As spark-submit's --py-files ships the package: the shipped files are read out of
-    the zip into the cache directory."""
+    """As spark-submit.sh ships the package (scripts/build_zip.py --compiled, for
+    --py-files): the shipped files are read out of the zip into the cache directory."""
     archive = tmp_path / "neardup.zip"
-    with zipfile.ZipFile(archive, "w") as z:
-        for path in sorted((shipped_lib / "neardup").rglob("*")):
-            if path.is_file():
-                z.write(path, path.relative_to(shipped_lib))
+    compiled = shipped_lib / "neardup" / "kernels" / "_compiled"
+    script_module.load("build_zip").build_zip(str(archive), str(shipped_lib), str(compiled))
+    names = zipfile.ZipFile(archive).namelist()
+    assert "neardup/kernels/_compiled/manifest.json" in names and "neardup/kernels/hashing.py" in names
     got = _run(archive, tmp_path / "cache")
     assert got["seeded"] and got["misses"] == [] and _outputs(got) == _reference()
 

@@ -1,14 +1,15 @@
 """Compile every kernel ahead of use, into the folder the wheel ships (numba_cache.py).
 
-    python -m neardup.kernels.precompile OUT [--targets x86-64-v4,x86-64-v3,generic]
+    python -m neardup.kernels.precompile OUT [--targets x86-64-v4,x86-64-v3,generic] [--if-stale]
 
 For each CPU target, a process of its own (numba's target is fixed per process) runs
 `exercise()` with an empty cache directory and `NEARDUP_NUMBA_CPU` set to the target; the
 cache files of all targets go into OUT (one index per kernel, holding every target's
 entries), with ``manifest.json``: the cache key they were compiled under (the sources'
 digest and the versions of what compiled code depends on), the targets and the files. OUT
-is replaced whole. The build (setup.py) runs it on the package's built copy, so the key is
-that of the files installed.
+is replaced whole (with --if-stale, only when OUT's manifest names another key or targets).
+The build (setup.py) runs it on the package's built copy, so the key is that of the files
+installed; spark-submit.sh runs it for the zip it ships (scripts/build_zip.py --compiled).
 """
 
 from __future__ import annotations
@@ -167,14 +168,29 @@ def build(out: Path, targets: tuple[str, ...] | None = None, lib: Path | None = 
     return manifest
 
 
+def _current(out: Path, targets: tuple[str, ...]) -> bool:
+    """Whether `out` holds this package's kernels compiled under its key for `targets`."""
+    from neardup.kernels import numba_cache
+
+    try:
+        manifest = json.loads((out / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return False
+    return manifest.get("key") == numba_cache.cache_key() and manifest.get("targets") == list(targets)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out", type=Path)
     p.add_argument("--targets", help="comma-separated LLVM CPU names (default: %(default)s)",
                    default=",".join(default_targets()))  # fmt: skip
     p.add_argument("--lib", type=Path, help="the folder holding the neardup package to compile")
+    p.add_argument("--if-stale", action="store_true", help="keep OUT if it holds this key's code")
     args = p.parse_args(argv)
-    manifest = build(args.out, tuple(t for t in args.targets.split(",") if t), args.lib)
+    targets = tuple(t for t in args.targets.split(",") if t)
+    if args.if_stale and args.lib is None and _current(args.out, targets):
+        return
+    manifest = build(args.out, targets, args.lib)
     print(f"precompiled {len(manifest['files'])} files for {', '.join(manifest['targets'])} "  # type: ignore[arg-type]
           f"into {args.out} (key {manifest['key']})")  # fmt: skip
 
