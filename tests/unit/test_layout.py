@@ -78,6 +78,19 @@ def test_an_edited_kernel_dependency_is_never_served_from_a_stale_cache(tmp_path
     assert after != before, "a signature computed by stale compiled code"
 
 
+def test_every_kernel_takes_njit_from_the_jit_module() -> None:
+    """A kernel defined before numba_cache.install() ran would cache by numba's own rules
+    (stale code after an edit of a called module, no shipped code): kernel modules import
+    njit from neardup.kernels.jit, and numba from nowhere else."""
+    for path in sorted((LIB / "neardup" / "kernels").glob("*.py")):
+        if path.name in ("jit.py", "numba_cache.py", "precompile.py"):
+            continue
+        text = path.read_text()
+        assert "from numba import" not in text and "import numba" not in text, path.name
+        if "@njit" in text:
+            assert "from neardup.kernels.jit import njit" in text, path.name
+
+
 def test_cache_directory_names_the_sources_and_environment_digest(tmp_path: Path) -> None:
     """Every kernel caches in `<NUMBA_CACHE_DIR>/neardup-<key>`, the key a digest of the
     sources and of what compiled code depends on; NUMBA_CACHE_DIR itself is left alone."""
