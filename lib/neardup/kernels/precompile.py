@@ -157,15 +157,32 @@ def build(out: Path, targets: tuple[str, ...] | None = None, lib: Path | None = 
             "targets": list(targets),
             "files": files,
         }
-        staging = out.with_name(out.name + ".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
+        staging = _staging(out)
         for name in files:
             shutil.copyfile(folder / name, staging / name)
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-        shutil.rmtree(out, ignore_errors=True)
-        staging.rename(out)
+        _place(staging, out)
     return manifest
+
+
+def _staging(out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+
+
+def _place(staging: Path, out: Path) -> None:
+    """`staging` becomes `out`, replacing it; where another process (a second submit at
+    the same time) placed its own first, that one stands: both hold the same key's code."""
+    old = out.with_name(f"{staging.name}.old")
+    try:
+        if out.exists():
+            out.rename(old)
+        staging.rename(out)
+    except OSError:
+        pass
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _current(out: Path, targets: tuple[str, ...]) -> bool:
@@ -190,11 +207,9 @@ def _installed_copy(out: Path, targets: tuple[str, ...]) -> bool:
     folder = next((f for f in folders if f.resolve() != out.resolve() and _current(f, targets)), None)
     if folder is None:
         return False
-    staging = out.with_name(out.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(folder, staging)
-    shutil.rmtree(out, ignore_errors=True)
-    staging.rename(out)
+    staging = _staging(out)
+    shutil.copytree(folder, staging, dirs_exist_ok=True)
+    _place(staging, out)
     return True
 
 
