@@ -572,13 +572,13 @@ def _guard(
         def score(pairs: DataFrame, bound: int | None) -> DataFrame:
             # Every pair, whatever its score: threshold 0. The pairs are kept: the sample
             # that looks for large stars and the scoring both read them. The guard bounds
-            # its pairs (a round's, one per document it holds; the nearest step's, a few per
-            # removed document below the verification threshold), and they are grouped by
-            # kept document, so a star is at most the largest cluster (in documents, exact
-            # copies too): spread if that is large, however few the pairs (a cluster of
-            # 100,000 near copies verifies with about one edge each). Where both are small,
-            # no star is worth a sampling job (on the skew benchmark's corpus, 3.9 s of a
-            # 12.9 s guard, for a star of 20,000 pairs).
+            # its pairs where it can (a round's, one per document it holds; the nearest
+            # step's on the driver, their number), else twice the verified edges stand in.
+            # They are grouped by kept document, so a star is at most the largest cluster
+            # (in documents, exact copies too): spread if that is large, however few the
+            # pairs (a cluster of 100,000 near copies verifies with about one edge each).
+            # Where both are small, no star is worth a sampling job (on the skew
+            # benchmark's corpus, about 1 s of the guard, for a star of 20,000 pairs).
             rows = 2 * edges.rows if bound is None else bound
             largest = chosen.largest if bound is None else min(bound, chosen.largest)
             split = split_threshold(r.spark, cfg.verify.split_stars_over, rows, largest=largest)

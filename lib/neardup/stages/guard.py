@@ -161,9 +161,9 @@ def guard_clusters(
     for part in settled[1:]:
         out = out.unionByName(part)
     if threshold is not None and nearest_below is not None and stats.clusters_split:
-        # Checkpointed, before and after: the rounds' plans, unioned and joined again, took
-        # minutes to plan and ran the driver out of memory on the planted chains. (The
-        # driver's step adds a frame of driver data to the checkpointed one: a small plan.)
+        # Checkpointed before (and the distributed step after): the rounds' plans, unioned
+        # and joined again, took minutes to plan and ran the driver out of memory on the
+        # planted chains. The driver's step adds a frame of driver data: a small plan.
         out = checkpoint(out)
         if on_driver and isinstance(out.schema[C.DOC_ID].dataType, DRIVER_ID_TYPES):
             out, stats.moved_to_nearest = _nearest_kept_on_driver(out, clustered, score, nearest_below)
