@@ -22,3 +22,12 @@ def assert_frames_equal(actual: Any, expected: Any) -> None:
     got = sorted((tuple(r) for r in actual.collect()), key=_sort_key)
     want = sorted((tuple(r) for r in expected.collect()), key=_sort_key)
     assert got == want
+
+
+def assert_counted(pairs: Any, known: Any) -> None:
+    """`known` (stages/skew.Counted) counts the groups of `pairs` (src, dst) as they are."""
+    from collections import Counter
+
+    sizes = Counter(row[0] for row in pairs.select("src").collect())
+    assert dict(zip(known.keys.tolist(), known.rows.tolist(), strict=True)) == sizes
+    assert known.total == sum(sizes.values()) + len(sizes)

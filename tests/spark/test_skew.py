@@ -10,6 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -151,6 +152,12 @@ def test_spread_stars_give_the_same_edges(
     assert sorted(tuple(r) for r in derived.collect()) == sorted(
         (a, skew.pieces(n, over)) for a, n in sizes.items() if n > over
     )
+    # Counted by the caller (the star rounds on the driver): the same parts, without a job.
+    known = skew.counted(np.array([a for a, _ in sorted(candidates)], dtype=object))
+    assert known.total == len(candidates) + len(sizes)
+    counted_parts = verify._counted_parts(cand, known, 5)
+    assert counted_parts is not None
+    assert sorted(tuple(r) for r in counted_parts.collect()) == sorted(tuple(r) for r in parts.collect())
     key = "spark.sql.execution.arrow.maxRecordsPerBatch"
     before = spark.conf.get(key)
     spark.conf.set(key, str(batch_rows))  # parts straddle Arrow batches
@@ -158,18 +165,26 @@ def test_spread_stars_give_the_same_edges(
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     try:
         got = {}
-        for over in (5, NEVER):
+        for over, counts in ((5, None), (5, known), (NEVER, None)):
             rows = verify.verify_pairs(
-                cand, docs, docs, sign_params(cfg), "exact", t, broadcast_ends=broadcast, split_over=over
+                cand,
+                docs,
+                docs,
+                sign_params(cfg),
+                "exact",
+                t,
+                broadcast_ends=broadcast,
+                split_over=over,
+                known=counts,
             ).collect()
-            got[over] = {(r[C.SRC], r[C.DST]): r[C.SIMILARITY] for r in rows}
-            assert len(got[over]) == len(rows)
+            got[over, counts is None] = {(r[C.SRC], r[C.DST]): r[C.SIMILARITY] for r in rows}
+            assert len(rows) == len(got[over, counts is None])
     finally:
         spark.conf.set(key, before)
         spark.conf.set("spark.sql.shuffle.partitions", partitions_before)
-    assert got[5] == got[NEVER]
-    assert set(got[5]) == {p for p, j in want.items() if j >= t}
-    for p, j in got[5].items():
+    assert got[5, True] == got[5, False] == got[NEVER, True]
+    assert set(got[5, True]) == {p for p, j in want.items() if j >= t}
+    for p, j in got[5, True].items():
         assert j == pytest.approx(want[p], abs=1e-12)
 
 

@@ -14,7 +14,7 @@ import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from frames import assert_frames_equal
+from frames import assert_counted, assert_frames_equal
 from neardup import columns as C
 from neardup import config
 from neardup.config import Config
@@ -273,10 +273,13 @@ def _guard(
     prefer = bool(pinned)
     scored: list[int] = []
 
-    def score(pairs: Any, bound: int | None) -> Any:
+    def score(pairs: Any, bound: int | None, known: Any) -> Any:
         scored.append(pairs.count())
-        # A bound the guard gives must hold: the scoring sizes its tasks by it.
+        # A bound the guard gives must hold: the scoring sizes its tasks by it; and so must
+        # its counts, by which the scoring spreads a large group.
         assert bound is None or scored[-1] <= bound
+        if known is not None:
+            assert_counted(pairs, known)
         # From the kept document, whichever id is smaller (as verify_pairs scores them).
         ordered = pairs.select(F.least(C.SRC, C.DST).alias(C.SRC), F.greatest(C.SRC, C.DST).alias(C.DST))
         sims = ordered.join(table, [C.SRC, C.DST])

@@ -78,7 +78,7 @@ from neardup.stages.membership import assign_members, cluster_sizes, clustered_f
 from neardup.stages.read import documents
 from neardup.stages.report_figures import gather
 from neardup.stages.sign import sign_documents, sign_params
-from neardup.stages.skew import split_threshold
+from neardup.stages.skew import Counted, Threshold, counted_threshold, split_threshold
 from neardup.stages.stars import RULE as STAR_ROUNDS_RULE
 from neardup.stages.stars import further_stars, relabel
 from neardup.stages.survivors import choose_survivors
@@ -426,13 +426,23 @@ def _verify(r: RunContext, fps: Fingerprints, scoring: _Scoring, candidates: _Ed
 
 
 def _verified(
-    r: RunContext, scoring: _Scoring, pairs: DataFrame, n: int, texts: DataFrame | None
+    r: RunContext,
+    scoring: _Scoring,
+    pairs: DataFrame,
+    n: int,
+    texts: DataFrame | None,
+    known: Counted | None = None,
 ) -> DataFrame:
     """`pairs` (at most `n`) scored, those at the threshold kept; from `texts`, the kept
-    texts of the candidates' ends, where exact verification has them."""
+    texts of the candidates' ends, where exact verification has them. `known`: the pairs'
+    groups counted by the caller (the star rounds on the driver)."""
     docs, sigs = scoring.sources()
-    # The group memberships and the ends: at most two per candidate.
-    split = split_threshold(r.spark, r.cfg.verify.split_stars_over, 2 * n)
+    split: Threshold | None
+    if known is not None:
+        split = counted_threshold(r.spark, r.cfg.verify.split_stars_over, known)
+    else:
+        # The group memberships and the ends: at most two per candidate.
+        split = split_threshold(r.spark, r.cfg.verify.split_stars_over, 2 * n)
     return verify_pairs(
         pairs,
         sigs,
@@ -442,6 +452,7 @@ def _verified(
         r.cfg.verify_threshold,
         broadcast_ends=broadcastable(2 * n),
         split_over=split,
+        known=known,
     )
 
 
@@ -482,7 +493,7 @@ def _stars(
         found = further_stars(
             stars,
             components,
-            verify=lambda pairs, n: _verified(r, scoring, pairs, n, edges.texts),
+            verify=lambda pairs, n, known: _verified(r, scoring, pairs, n, edges.texts, known),
             components=lambda graph, n: _labels(r, graph, n)[0],
             max_rounds=r.cfg.lsh.star_rounds,
             all_up_to=r.cfg.lsh.all_pairs_up_to,
@@ -569,7 +580,7 @@ def _guard(
         # exact verification kept.
         texts = edges.texts if edges.texts is not None else docs
 
-        def score(pairs: DataFrame, bound: int | None) -> DataFrame:
+        def score(pairs: DataFrame, bound: int | None, known: Counted | None) -> DataFrame:
             # Every pair, whatever its score: threshold 0. The pairs are kept: the sample
             # that looks for large stars and the scoring both read them. The guard bounds
             # its pairs where it can (a round's, one per document it holds; the nearest
@@ -579,11 +590,16 @@ def _guard(
             # pairs (a cluster of 100,000 near copies verifies with about one edge each).
             # Where both are small, no star is worth a sampling job (on the skew
             # benchmark's corpus, about 1 s of the guard, for a star of 20,000 pairs).
-            rows = 2 * edges.rows if bound is None else bound
-            largest = chosen.largest if bound is None else min(bound, chosen.largest)
-            split = split_threshold(r.spark, cfg.verify.split_stars_over, rows, largest=largest)
+            # Pairs counted on the driver need no sample: their large stars are known.
+            split: Threshold | None
+            if known is not None:
+                split = counted_threshold(r.spark, cfg.verify.split_stars_over, known)
+            else:
+                rows = 2 * edges.rows if bound is None else bound
+                largest = chosen.largest if bound is None else min(bound, chosen.largest)
+                split = split_threshold(r.spark, cfg.verify.split_stars_over, rows, largest=largest)
             return verify_pairs(
-                r.keep(pairs), sigs, texts, scoring.inp.params, cfg.verify.method, 0.0, small, split
+                r.keep(pairs), sigs, texts, scoring.inp.params, cfg.verify.method, 0.0, small, split, known
             )
 
         def regroup(own_edges: DataFrame) -> DataFrame:

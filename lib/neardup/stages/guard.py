@@ -44,7 +44,10 @@ from neardup import columns as C
 from neardup.kernels.nearest_kept import choose_nearest, pairs_to_score
 from neardup.stages.components import checkpoint
 from neardup.stages.driver_frames import DRIVER_ID_TYPES, collect_arrays, frame_from_arrays
+from neardup.stages.skew import Counted, counted
 
+# Scores (src, dst) pairs: given a bound on their number, and their srcs counted, where known.
+Scorer = Callable[[DataFrame, int | None, Counted | None], DataFrame]
 _SCORED = "_scored"
 _PINNED = "_pinned"
 _FRESH = "_fresh"
@@ -77,7 +80,7 @@ class GuardStats:
 def guard_clusters(
     clustered: DataFrame,
     edges: DataFrame,
-    score: Callable[[DataFrame, int | None], DataFrame],
+    score: Scorer,
     choose: Callable[[DataFrame], DataFrame],
     components: Callable[[DataFrame], DataFrame],
     keep: Callable[[DataFrame], DataFrame],
@@ -93,8 +96,9 @@ def guard_clusters(
     edges (src, dst, similarity): the verified edges, src < dst
     -> (_id, _kept_id, similarity) for the same ids, and the guard's figures.
 
-    score: (src, dst) pairs, src the kept document (its id larger or smaller), and a bound on
-    their number where the guard knows one (None: not known) ->
+    score: (src, dst) pairs, src the kept document (its id larger or smaller), a bound on
+    their number where the guard knows one (None: not known), and their srcs counted where
+    the guard has them on the driver (else None) ->
     (src, dst, similarity) for every pair; choose: a frame (_id, _component) -> (_id, _kept_id) by
     the survivor policy; components: edges (src, dst) -> (_id, _component); keep: persist
     a frame for the rest of the run. threshold None: the guard is off and the removed
@@ -169,7 +173,7 @@ def guard_clusters(
             out, stats.moved_to_nearest = _nearest_kept_on_driver(out, clustered, score, nearest_below)
         else:
             out, stats.moved_to_nearest = _nearest_kept(
-                out, clustered, lambda pairs: score(pairs, None), keep, nearest_below
+                out, clustered, lambda pairs: score(pairs, None, None), keep, nearest_below
             )
             out = checkpoint(out)
     return out, stats
@@ -178,7 +182,7 @@ def guard_clusters(
 def _nearest_kept_on_driver(
     guarded: DataFrame,
     clustered: DataFrame,
-    score: Callable[[DataFrame, int | None], DataFrame],
+    score: Scorer,
     below: float,
 ) -> tuple[DataFrame, int]:
     """`_nearest_kept` with its bookkeeping on the driver (kernels/nearest_kept.py): the
@@ -198,7 +202,9 @@ def _nearest_kept_on_driver(
     id_type = guarded.schema[C.DOC_ID].dataType
     pair_schema = T.StructType([T.StructField(C.SRC, id_type, False), T.StructField(C.DST, id_type, False)])
     pairs = frame_from_arrays(spark, {C.SRC: near, C.DST: ids[owner]}, pair_schema)
-    scored = collect_arrays(score(pairs, len(owner)), [C.SRC, C.DST, C.SIMILARITY])
+    # Grouped by the kept document: a cluster split into a few, with thousands below the
+    # threshold, is a group of thousands of pairs, spread over tasks by their counts.
+    scored = collect_arrays(score(pairs, len(owner), counted(near)), [C.SRC, C.DST, C.SIMILARITY])
     low = np.unique(owner)
     doc, new_kept, new_sim = choose_nearest(
         ids[low], kept[low], sims[low], scored[C.DST], scored[C.SRC], scored[C.SIMILARITY], NEAREST_MARGIN
@@ -274,7 +280,7 @@ def _alone(ids: DataFrame) -> DataFrame:
 def _similarity_to_kept(
     pending: DataFrame,
     edge_sims: DataFrame,
-    score: Callable[[DataFrame, int | None], DataFrame],
+    score: Scorer,
     bound: int | None,
 ) -> DataFrame:
     """pending (_id, _kept_id) -> (_id, _kept_id, similarity, _fresh): a removed document's
@@ -294,7 +300,7 @@ def _similarity_to_kept(
     # kept text is sent, normalized and shingled once per group (or part of a large one),
     # not once per removed document with a smaller id.
     missing = known.filter(F.col(_FRESH)).select(F.col(C.KEPT_ID).alias(C.SRC), F.col(C.DOC_ID).alias(C.DST))
-    fresh = score(missing, bound).select(
+    fresh = score(missing, bound, None).select(
         F.col(C.SRC).alias(C.KEPT_ID), F.col(C.DST).alias(C.DOC_ID), F.col(C.SIMILARITY).alias(_SCORED)
     )
     known = known.join(fresh, [C.DOC_ID, C.KEPT_ID], "left").withColumn(

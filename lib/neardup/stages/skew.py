@@ -16,6 +16,11 @@ adds more than an average task's worth to the task it lands in; a shuffle of few
 MIN_SPREAD_ROWS rows spreads nothing unless configured. Where only a bound on the
 rows is known (the pairs an over-merge guard round scores), the sample's own estimate of
 them lowers it.
+
+Where the caller has counted every key's rows itself (the star rounds and the guard's
+nearest step, on the driver), `counted` takes them as they are: no sampling job, so no
+floor either, and a star of a few thousand pairs in a shuffle of 70,000 is spread too (at
+1,000,000 documents it was 4.4x the median task of its stage, on 200 tasks).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -69,6 +75,39 @@ class TaskShare:
 
 
 Threshold = int | TaskShare
+
+
+@dataclass(frozen=True)
+class Counted:
+    """The groups of a shuffle counted exactly by the caller: each key with its pairs."""
+
+    keys: np.ndarray
+    rows: np.ndarray  # int64
+
+    @property
+    def total(self) -> int:
+        """Every row the shuffle moves: one per pair, and one per group (its source's)."""
+        return int(self.rows.sum()) + len(self.keys)
+
+    def over(self, threshold: int) -> list[tuple[Any, int]]:
+        """(key, pairs) of the groups of more than `threshold` pairs, as Python values."""
+        big = self.rows > threshold
+        return list(zip(self.keys[big].tolist(), self.rows[big].tolist(), strict=True))
+
+
+def counted(keys: np.ndarray) -> Counted:
+    """The group key of each pair a shuffle gathers (the src of each pair verification
+    scores), counted."""
+    found, n = np.unique(keys, return_counts=True)
+    return Counted(found, n.astype(np.int64))
+
+
+def counted_threshold(spark: SparkSession, configured: int | None, known: Counted) -> int:
+    """`configured`, or a task's share of the rows `known` counts (at least MIN_DERIVED)."""
+    if configured is not None:
+        return configured
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
+    return max(MIN_DERIVED, math.ceil(known.total / max(1, partitions)))
 
 
 def split_threshold(

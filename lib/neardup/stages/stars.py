@@ -61,6 +61,7 @@ from neardup import columns as C
 from neardup.kernels.star_rounds import FRACTION, StarGroups, next_round, rest, split_groups
 from neardup.stages.components import checkpoint
 from neardup.stages.driver_frames import DRIVER_ID_TYPES, collect_arrays, frame_from_arrays
+from neardup.stages.skew import Counted, counted
 
 log = logging.getLogger("neardup")
 _LABEL = "_label"  # a document's component: the smallest id in it, or its own id
@@ -169,7 +170,7 @@ def _bounded(components: Callable[[DataFrame, int], DataFrame], n: int, graph: D
 def further_stars(
     stars: DataFrame,
     labels: DataFrame,
-    verify: Callable[[DataFrame, int], DataFrame],
+    verify: Callable[[DataFrame, int, Counted | None], DataFrame],
     components: Callable[[DataFrame, int], DataFrame],
     max_rounds: int,
     all_up_to: int,
@@ -179,7 +180,9 @@ def further_stars(
     """Star edges (src, dst) and the components (_id, _component) of the verified graph ->
     the further verified edges that make the split groups whole, within `max_rounds`.
 
-    `verify` scores n (src, dst) pairs and keeps those at the threshold; `components`
+    `verify` scores n (src, dst) pairs and keeps those at the threshold, given their srcs
+    counted where the driver has them (a further centre with a smaller id than its members
+    is a group of thousands of pairs, to spread over tasks); `components`
     labels a small graph of at most n edges; `keep` persists a frame read more than once.
     `on_driver`: the caller knows the star edges are few enough to collect.
 
@@ -231,7 +234,7 @@ def further_stars(
             pairs += count
             # Checkpointed: each round's plans would otherwise hold every round before, and
             # planning them took minutes by the third round.
-            verified = checkpoint(verify(step_pairs, count))
+            verified = checkpoint(verify(step_pairs, count, None))
             found.append(verified)
             labels = checkpoint(relabel(labels, verified, partial(_bounded, components, count)))
         rounds += 1
@@ -248,7 +251,7 @@ def further_stars(
 def _driver_rounds(
     stars: DataFrame,
     labels: DataFrame,
-    verify: Callable[[DataFrame, int], DataFrame],
+    verify: Callable[[DataFrame, int, Counted | None], DataFrame],
     max_rounds: int,
     all_up_to: int,
 ) -> StarRounds:
@@ -298,7 +301,7 @@ def _driver_rounds(
             if step and len(a) == 0:
                 break
             frame = frame_from_arrays(spark, {C.SRC: ids[a], C.DST: ids[b]}, pair_schema)
-            verified = collect_arrays(verify(frame, len(a)), [C.SRC, C.DST, C.SIMILARITY])
+            verified = collect_arrays(verify(frame, len(a), counted(ids[a])), [C.SRC, C.DST, C.SIMILARITY])
             pairs += len(a)
             ends = np.searchsorted(ids, verified[C.SRC]), np.searchsorted(ids, verified[C.DST])
             groups.union(groups.label_of(ends[0]), groups.label_of(ends[1]))

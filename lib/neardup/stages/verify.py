@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -45,22 +46,32 @@ def endpoint_texts(edges: DataFrame, docs: DataFrame, broadcast: bool) -> DataFr
 
 
 def _routed_to_groups(
-    candidates: DataFrame, docs: DataFrame, broadcast: bool, split_over: skew.Threshold | None
+    candidates: DataFrame,
+    docs: DataFrame,
+    broadcast: bool,
+    split_over: skew.Threshold | None,
+    known: skew.Counted | None = None,
 ) -> DataFrame:
     """(_group, _id, _text): each candidate endpoint's text sent to every group (edges of one
     src) it is in, clustered by src and sorted by (_src, not src, _id): src comes first.
 
     A group is one part unless it has more than `split_over` edges (found from a sample,
-    stages/skew.py; None: never split): then its destinations are spread over parts by a
-    hash of their id, and the source's text goes to every part, so a star's edges are scored
-    in several tasks, each normalizing and shingling the centre once.
+    stages/skew.py; None: never split), or of `known`'s counts where the caller counted
+    them: then its destinations are spread over parts by a hash of their id, and the
+    source's text goes to every part, so a star's edges are scored in several tasks, each
+    normalizing and shingling the centre once.
     """
     members = (
         candidates.select(F.col(C.SRC).alias(C.GROUP), F.col(C.SRC).alias(C.DOC_ID))
         .union(candidates.select(F.col(C.SRC).alias(C.GROUP), F.col(C.DST).alias(C.DOC_ID)))
         .distinct()
     )
-    parts = None if split_over is None else _star_parts(candidates, split_over)
+    if split_over is None:
+        parts = None
+    elif known is not None:
+        parts = _counted_parts(candidates, known, skew.threshold(split_over))
+    else:
+        parts = _star_parts(candidates, split_over)
     keys = [C.GROUP]
     if parts is not None:
         keys.append(C.PART)
@@ -103,11 +114,24 @@ def _star_parts(candidates: DataFrame, split: skew.Threshold) -> DataFrame | Non
         over,
         found[0][1],
     )
+    return _parts_frame(candidates, [(k, skew.pieces(n, over)) for k, n in found])
+
+
+def _counted_parts(candidates: DataFrame, known: skew.Counted, over: int) -> DataFrame | None:
+    """`_star_parts` from the caller's exact counts: no job."""
+    found = [(k, skew.pieces(n, over)) for k, n in known.over(over)]
+    if not found:
+        return None
+    log.info("verify: %d counted stars of more than %d edges spread over tasks", len(found), over)
+    return _parts_frame(candidates, found)
+
+
+def _parts_frame(candidates: DataFrame, parts: list[tuple[Any, int]]) -> DataFrame:
     src = next(f for f in candidates.schema.fields if f.name == C.SRC)
     schema = T.StructType(
         [T.StructField(C.GROUP, src.dataType, False), T.StructField(_PARTS, T.IntegerType(), False)]
     )
-    return candidates.sparkSession.createDataFrame([(k, skew.pieces(n, over)) for k, n in found], schema)
+    return candidates.sparkSession.createDataFrame(parts, schema)
 
 
 def verify_pairs(
@@ -119,6 +143,7 @@ def verify_pairs(
     threshold: float,
     broadcast_ends: bool = True,
     split_over: skew.Threshold | None = None,
+    known: skew.Counted | None = None,
 ) -> DataFrame:
     """(src, dst) -> (src, dst, similarity: double) for pairs scoring >= threshold.
 
@@ -132,12 +157,13 @@ def verify_pairs(
     as src and then as dst shuffled them three times over and took 18 s against 13 s on
     1M documents.) With `broadcast_ends` the group memberships are broadcast, so the texts
     of all other documents are dropped where they are read. A group of more than
-    `split_over` edges is scored in parts (`_routed_to_groups`).
+    `split_over` edges is scored in parts (`_routed_to_groups`); `known`: the groups' edges,
+    where the caller counted them (else a sample finds the large ones).
     """
     if method == "none":
         return candidates.select(C.SRC, C.DST, F.lit(None).cast("double").alias(C.SIMILARITY))
     if method == "exact":
-        routed = _routed_to_groups(candidates, docs, broadcast_ends, split_over)
+        routed = _routed_to_groups(candidates, docs, broadcast_ends, split_over, known)
 
         def score(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from neardup.kernels.scoring import score_groups
