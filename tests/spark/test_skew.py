@@ -206,6 +206,14 @@ def test_split_threshold_is_a_tasks_share_unless_configured(spark: Any) -> None:
     assert skew.split_threshold(spark, None, small, largest=skew.MIN_SPREAD_KEY - 1) is None
     spread = skew.split_threshold(spark, None, small, largest=skew.MIN_SPREAD_KEY)
     assert spread is not None and skew.threshold(spread) == max(skew.MIN_DERIVED, -(-small // partitions))
+    # Counted groups: no floor; a small shuffle in fewer tasks, of MIN_TASK_ROWS rows at least.
+    few = skew.counted(np.repeat(np.arange(10), 100))
+    assert (few.total, skew.counted_partitions(spark, few)) == (1010, 1)
+    assert skew.counted_threshold(spark, None, few) == 1010 and skew.counted_threshold(spark, 7, few) == 7
+    assert few.over(99) == [(k, 100) for k in range(10)] and few.over(100) == []
+    many = skew.counted(np.arange(partitions * skew.MIN_TASK_ROWS))
+    assert skew.counted_partitions(spark, many) == partitions
+    assert skew.counted_threshold(spark, None, many) == max(skew.MIN_DERIVED, -(-many.total // partitions))
     assert skew.sample_rate(8) == 1.0 and skew.sample_rate(3200) == 0.01
     assert [skew.pieces(n, 100) for n in (1, 25, 26, 100, 101, 10**6)] == [1, 1, 2, 4, 5, 40_000]
     assert skew.pieces(10**9, 1) == skew.MAX_PIECES

@@ -257,8 +257,9 @@ def _guard(
     """The guard on the chain and the star; `pinned`: indexed documents (dedup --against),
     first in the survivor order and never removed. Its regrouping labels components on the
     driver, as dedup does where the edges are within the broadcast bound (every run of the
-    test corpora), and its nearest step keeps its books there too; `distributed`: both
-    by Spark jobs instead, as on a large input (each call a few Spark jobs more)."""
+    test corpora), and its rounds and nearest step keep their books there too;
+    `distributed`: all by Spark jobs instead, as on a large input (each call a few Spark
+    jobs more)."""
     cfg = config.load()
     edge_schema = f"{C.SRC} bigint, {C.DST} bigint, {C.SIMILARITY} double"
     edges = spark.createDataFrame(_EDGES, edge_schema)
@@ -320,8 +321,9 @@ def _guard(
     return {r[C.DOC_ID]: (r[C.KEPT_ID], r[C.SIMILARITY]) for r in out.collect()}, stats
 
 
-def test_guard_splits_a_drifting_chain_until_every_member_clears_it(spark: Any) -> None:
-    got, stats = _guard(spark, threshold=0.7, max_rounds=20, distributed=True)
+@pytest.mark.parametrize("distributed", [False, True], ids=["driver", "distributed"])
+def test_guard_splits_a_drifting_chain_until_every_member_clears_it(spark: Any, distributed: bool) -> None:
+    got, stats = _guard(spark, threshold=0.7, max_rounds=20, distributed=distributed)
     # Round 1: 2 (0.85) and 3 (0.7225) clear 1; 4, 5, 6 (0.61, 0.52, 0.44) do not. Round 2:
     # 4-5-6 regroup around 4; 5 (0.85) and 6 (0.7225) clear it. The star is untouched.
     assert got == {
@@ -377,11 +379,12 @@ def test_guard_off_only_scores(spark: Any) -> None:
     assert (stats.rounds, stats.scored_pairs, stats.clusters_split) == (1, 4, 0)
 
 
-def test_guard_never_removes_pinned_documents(spark: Any) -> None:
+@pytest.mark.parametrize("distributed", [False, True], ids=["driver", "distributed"])
+def test_guard_never_removes_pinned_documents(spark: Any, distributed: bool) -> None:
     """2 and 5 are indexed: 2 (first of the chain's indexed ones) is kept in its place; 5,
     never removed, is split off whatever its score and becomes the survivor of what is
     re-clustered with it."""
-    got, stats = _guard(spark, threshold=0.7, max_rounds=20, pinned=(2, 5))
+    got, stats = _guard(spark, threshold=0.7, max_rounds=20, pinned=(2, 5), distributed=distributed)
     # Round 1 around 2: 1 and 3 (0.85) and 4 (0.7225) clear it; 5 is pinned; 6 (0.522)
     # fails. Round 2: 5-6 regroup around 5, and 6 (0.85) clears it.
     assert got == {
@@ -398,7 +401,7 @@ def test_guard_never_removes_pinned_documents(spark: Any) -> None:
     assert stats.failing_per_round == [2, 0]
     # With the guard off, the rounds still run for the pinned ones: 5 alone (its only edge
     # inside the split-off set would be to another split-off document).
-    off, stats = _guard(spark, threshold=None, max_rounds=20, pinned=(2, 5))
+    off, stats = _guard(spark, threshold=None, max_rounds=20, pinned=(2, 5), distributed=distributed)
     want = {i: (2, None if i == 2 else _CHAIN_SIM[tuple(sorted((i, 2)))]) for i in (1, 2, 3, 4, 6)}
     assert off == {**want, 5: (5, None), 10: (10, None), 11: (10, 0.9), 12: (10, 0.95)}
     assert stats.failing_per_round == [1, 0]

@@ -124,28 +124,34 @@ def guard_clusters(
     is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
     is_failing = ~is_kept & ~clears
     bound = first_bound  # the pairs a round scores: after the first, its failing documents
+    driver = on_driver and isinstance(clustered.schema[C.DOC_ID].dataType, DRIVER_ID_TYPES)
     while True:
         stats.rounds += 1
-        sims = _similarity_to_kept(pending, edge_sims, score, bound)
-        sims = keep(sims.join(flags, C.DOC_ID, "left") if flags is not None else sims)
-        # One job for the round's figures; it also fills the kept frame the rest reads.
-        row = sims.agg(
-            F.count(F.when(F.col(_FRESH), 1)).alias("scored"),
-            F.count(F.when(is_failing, 1)).alias("n"),
-            F.countDistinct(F.when(is_failing, F.col(C.KEPT_ID))).alias("clusters"),
-        ).first()
-        assert row is not None
-        stats.scored_pairs += int(row["scored"])
+        if driver:
+            sims, figures = _round_on_driver(pending, edge_sims, score, flags, threshold)
+            sims = keep(sims)
+        else:
+            sims = _similarity_to_kept(pending, edge_sims, score, bound)
+            sims = keep(sims.join(flags, C.DOC_ID, "left") if flags is not None else sims)
+            # One job for the round's figures; it also fills the kept frame the rest reads.
+            row = sims.agg(
+                F.count(F.when(F.col(_FRESH), 1)).alias("scored"),
+                F.count(F.when(is_failing, 1)).alias("n"),
+                F.countDistinct(F.when(is_failing, F.col(C.KEPT_ID))).alias("clusters"),
+            ).first()
+            assert row is not None
+            figures = {k: int(row[k]) for k in ("scored", "n", "clusters")}
+        stats.scored_pairs += figures["scored"]
         if threshold is None and pinned is None:
             settled.append(sims.select(C.DOC_ID, C.KEPT_ID, C.SIMILARITY))
             break
-        n_failing = int(row["n"])
+        n_failing = figures["n"]
         stats.failing_per_round.append(n_failing)
         # A survivor stays, and so does every member at or above the threshold against it.
         settled.append(sims.filter(is_kept | clears).select(C.DOC_ID, C.KEPT_ID, C.SIMILARITY))
         if n_failing == 0:
             break
-        stats.clusters_split += int(row["clusters"])
+        stats.clusters_split += figures["clusters"]
         if stats.rounds == 1:
             stats.documents_rehomed = n_failing
         ids = sims.filter(is_failing).select(C.DOC_ID)
@@ -169,7 +175,7 @@ def guard_clusters(
         # and joined again, took minutes to plan and ran the driver out of memory on the
         # planted chains. The driver's step adds a frame of driver data: a small plan.
         out = checkpoint(out)
-        if on_driver and isinstance(out.schema[C.DOC_ID].dataType, DRIVER_ID_TYPES):
+        if driver:
             out, stats.moved_to_nearest = _nearest_kept_on_driver(out, clustered, score, nearest_below)
         else:
             out, stats.moved_to_nearest = _nearest_kept(
@@ -177,6 +183,82 @@ def guard_clusters(
             )
             out = checkpoint(out)
     return out, stats
+
+
+def _round_on_driver(
+    pending: DataFrame,
+    edge_sims: DataFrame,
+    score: Scorer,
+    flags: DataFrame | None,
+    threshold: float | None,
+) -> tuple[DataFrame, dict[str, int]]:
+    """A round's `_similarity_to_kept`, with its pinned flags and figures, kept on the
+    driver: one job collects each document with its kept one and their verified edge's
+    similarity, the pairs without one are scored (counted here, so no job looks for large
+    stars), and the round's figures come from the arrays, not from a job. On the skew
+    benchmark's 1,000,000 documents the distributed round ran a dozen jobs, and a sampling
+    job for the notice's star of 128,000 pairs."""
+    spark = pending.sparkSession
+    id_type = pending.schema[C.DOC_ID].dataType
+    src, dst = F.least(C.DOC_ID, C.KEPT_ID), F.greatest(C.DOC_ID, C.KEPT_ID)
+    rows = pending.select(C.DOC_ID, C.KEPT_ID, src.alias(C.SRC), dst.alias(C.DST)).join(
+        edge_sims, [C.SRC, C.DST], "left"
+    )
+    if flags is not None:
+        rows = rows.join(flags, C.DOC_ID, "left")
+    pinned = F.coalesce(F.col(_PINNED), F.lit(False)) if flags is not None else F.lit(False)
+    # A kept document's own "edge" (src == dst) is never a verified one: NaN, as a missing one.
+    got = collect_arrays(
+        rows.select(
+            C.DOC_ID,
+            C.KEPT_ID,
+            F.coalesce(C.SIMILARITY, F.lit(float("nan"))).alias(C.SIMILARITY),
+            pinned.alias(_PINNED),
+        ),
+        [C.DOC_ID, C.KEPT_ID, C.SIMILARITY, _PINNED],
+    )
+    ids, kept, sims = got[C.DOC_ID], got[C.KEPT_ID], got[C.SIMILARITY].astype(np.float64)
+    is_pinned = got[_PINNED].astype(bool)
+    is_kept = ids == kept
+    fresh = ~is_kept & np.isnan(sims)
+    n = int(fresh.sum())
+    if n:
+        # From the kept document (as `_similarity_to_kept`): one row per removed document.
+        pair_schema = T.StructType(
+            [T.StructField(C.SRC, id_type, False), T.StructField(C.DST, id_type, False)]
+        )
+        pairs = frame_from_arrays(spark, {C.SRC: kept[fresh], C.DST: ids[fresh]}, pair_schema)
+        scored = collect_arrays(score(pairs, n, counted(kept[fresh])), [C.DST, C.SIMILARITY])
+        # Every pair comes back once (scored at threshold 0): each removed document's own.
+        assert len(scored[C.DST]) == n
+        order = np.argsort(scored[C.DST], kind="stable")
+        at = order[np.searchsorted(scored[C.DST], ids[fresh], sorter=order)]
+        sims[fresh] = scored[C.SIMILARITY][at]
+    clears = np.ones(len(ids), bool) if threshold is None else sims >= threshold  # NaN: False
+    failing = ~is_kept & ~(clears & ~is_pinned)
+    figures = {"scored": n, "n": int(failing.sum()), "clusters": len(np.unique(kept[failing]))}
+    schema = T.StructType(
+        [
+            T.StructField(C.DOC_ID, id_type, False),
+            T.StructField(C.KEPT_ID, id_type, False),
+            T.StructField(C.SIMILARITY, T.DoubleType(), True),
+            T.StructField(_FRESH, T.BooleanType(), False),
+            T.StructField(_PINNED, T.BooleanType(), False),
+        ]
+    )
+    frame = frame_from_arrays(
+        spark, {C.DOC_ID: ids, C.KEPT_ID: kept, C.SIMILARITY: sims, _FRESH: fresh, _PINNED: is_pinned}, schema
+    )
+    # As the distributed round has them: a kept document's similarity null, and the pinned
+    # flag null where not pinned.
+    out = frame.select(
+        C.DOC_ID,
+        C.KEPT_ID,
+        F.when(~F.isnan(C.SIMILARITY), F.col(C.SIMILARITY)).alias(C.SIMILARITY),
+        _FRESH,
+        *([F.when(F.col(_PINNED), F.lit(True)).alias(_PINNED)] if flags is not None else []),
+    )
+    return out, figures
 
 
 def _nearest_kept_on_driver(

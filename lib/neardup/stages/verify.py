@@ -87,10 +87,12 @@ def _routed_to_groups(
     # Parts of one group that share a task sort as one group (kernels/scoring.py); its source
     # first, whether its id is the smallest (candidates) or not (the guard's pairs, from the
     # kept document).
-    return (
-        routed.repartition(*keys)
-        .sortWithinPartitions(C.GROUP, F.col(C.DOC_ID) != F.col(C.GROUP), C.DOC_ID)
-        .select(C.GROUP, C.DOC_ID, C.TEXT)
+    if known is None:
+        shuffled = routed.repartition(*keys)
+    else:
+        shuffled = routed.repartition(skew.counted_partitions(candidates.sparkSession, known), *keys)
+    return shuffled.sortWithinPartitions(C.GROUP, F.col(C.DOC_ID) != F.col(C.GROUP), C.DOC_ID).select(
+        C.GROUP, C.DOC_ID, C.TEXT
     )
 
 
