@@ -206,10 +206,13 @@ def test_split_threshold_is_a_tasks_share_unless_configured(spark: Any) -> None:
     assert skew.split_threshold(spark, None, small, largest=skew.MIN_SPREAD_KEY - 1) is None
     spread = skew.split_threshold(spark, None, small, largest=skew.MIN_SPREAD_KEY)
     assert spread is not None and skew.threshold(spread) == max(skew.MIN_DERIVED, -(-small // partitions))
-    # Counted groups: no floor; a small shuffle in fewer tasks, of MIN_TASK_ROWS rows at least.
+    # Counted groups: no floor; a small shuffle in fewer tasks, of MIN_TASK_ROWS rows at least,
+    # but a task per core.
     few = skew.counted(np.repeat(np.arange(10), 100))
-    assert (few.total, skew.counted_partitions(spark, few)) == (1010, 1)
-    assert skew.counted_threshold(spark, None, few) == 1010 and skew.counted_threshold(spark, 7, few) == 7
+    cores = min(partitions, spark.sparkContext.defaultParallelism)
+    assert (few.total, skew.counted_partitions(spark, few)) == (1010, cores)
+    assert skew.counted_threshold(spark, None, few) == max(skew.MIN_DERIVED, -(-1010 // cores))
+    assert skew.counted_threshold(spark, 7, few) == 7
     assert few.over(99) == [(k, 100) for k in range(10)] and few.over(100) == []
     many = skew.counted(np.arange(partitions * skew.MIN_TASK_ROWS))
     assert skew.counted_partitions(spark, many) == partitions

@@ -364,16 +364,19 @@ def test_guard_sends_a_removed_document_below_the_threshold_to_its_nearest_kept_
     assert stats.moved_to_nearest == 1
 
 
-def test_guard_keeps_alone_what_still_fails_after_max_rounds(spark: Any) -> None:
-    got, stats = _guard(spark, threshold=0.7, max_rounds=1)
+@pytest.mark.parametrize("distributed", [False, True], ids=["driver", "distributed"])
+def test_guard_keeps_alone_what_still_fails_after_max_rounds(spark: Any, distributed: bool) -> None:
+    got, stats = _guard(spark, threshold=0.7, max_rounds=1, distributed=distributed)
     assert {i: got[i] for i in (4, 5, 6)} == {4: (4, None), 5: (5, None), 6: (6, None)}
     assert {i: got[i] for i in (1, 2, 3)} == {1: (1, None), 2: (1, 0.85), 3: (1, 0.7225)}
     assert (stats.rounds, stats.released, stats.documents_rehomed) == (1, 3, 3)
 
 
-@pytest.mark.compat
-def test_guard_off_only_scores(spark: Any) -> None:
-    got, stats = _guard(spark, threshold=None, max_rounds=20)
+@pytest.mark.parametrize(
+    "distributed", [pytest.param(False, marks=pytest.mark.compat), True], ids=["driver", "distributed"]
+)
+def test_guard_off_only_scores(spark: Any, distributed: bool) -> None:
+    got, stats = _guard(spark, threshold=None, max_rounds=20, distributed=distributed)
     want_chain = {i: (1, None if i == 1 else _CHAIN_SIM[(1, i)]) for i in range(1, 7)}
     assert got == {**want_chain, 10: (10, None), 11: (10, 0.9), 12: (10, 0.95)}
     assert (stats.rounds, stats.scored_pairs, stats.clusters_split) == (1, 4, 0)

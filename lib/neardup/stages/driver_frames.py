@@ -1,5 +1,6 @@
 """Small frames to the driver as numpy arrays and back, for the work a driver does faster
-than a dozen Spark jobs would (components.py's labels, stars.py's rounds).
+than a dozen Spark jobs would (components.py's labels, stars.py's rounds, guard.py's rounds
+and nearest step).
 
 Spark 4 converts through Arrow both ways, without pandas; Spark 3.5 through pandas (Arrow
 underneath). A frame made from driver data is backed by an RDD, not held in its plan

@@ -41,6 +41,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup import columns as C
+from neardup.errors import InvariantError
 from neardup.kernels.nearest_kept import choose_nearest, pairs_to_score
 from neardup.stages.components import checkpoint
 from neardup.stages.driver_frames import DRIVER_ID_TYPES, collect_arrays, frame_from_arrays
@@ -108,7 +109,8 @@ def guard_clusters(
     against their kept one go to the nearest kept one of their cluster (None: no such step).
     first_bound: the rows of `clustered`, where known: the first round scores at most one
     pair per removed document. on_driver: the caller knows `clustered` is small enough to
-    collect (the broadcast bound): the nearest step's bookkeeping runs on the driver.
+    collect (the broadcast bound): the rounds' and the nearest step's bookkeeping run on the
+    driver (`_round_on_driver`, `_nearest_kept_on_driver`).
     """
     stats = GuardStats()
     edge_sims = edges.select(C.SRC, C.DST, C.SIMILARITY)
@@ -230,9 +232,12 @@ def _round_on_driver(
         pairs = frame_from_arrays(spark, {C.SRC: kept[fresh], C.DST: ids[fresh]}, pair_schema)
         scored = collect_arrays(score(pairs, n, counted(kept[fresh])), [C.DST, C.SIMILARITY])
         # Every pair comes back once (scored at threshold 0): each removed document's own.
-        assert len(scored[C.DST]) == n
-        order = np.argsort(scored[C.DST], kind="stable")
-        at = order[np.searchsorted(scored[C.DST], ids[fresh], sorter=order)]
+        back = scored[C.DST]
+        order = np.argsort(back, kind="stable")
+        place = np.searchsorted(back, ids[fresh], sorter=order)
+        at = order[np.minimum(place, len(order) - 1)] if len(order) else place
+        if len(back) != n or not np.array_equal(back[at], ids[fresh]):
+            raise InvariantError(f"guard: {n} pairs scored, but the scores came back for other pairs")
         sims[fresh] = scored[C.SIMILARITY][at]
     clears = np.ones(len(ids), bool) if threshold is None else sims >= threshold  # NaN: False
     failing = ~is_kept & ~(clears & ~is_pinned)

@@ -17,10 +17,12 @@ MIN_SPREAD_ROWS rows spreads nothing unless configured. Where only a bound on th
 rows is known (the pairs an over-merge guard round scores), the sample's own estimate of
 them lowers it.
 
-Where the caller has counted every key's rows itself (the star rounds and the guard's
-nearest step, on the driver), `counted` takes them as they are: no sampling job, so no
-floor either, and a star of a few thousand pairs in a shuffle of 70,000 is spread too (at
-1,000,000 documents it was 4.4x the median task of its stage, on 200 tasks).
+Where the caller has counted every key's rows itself (the star rounds, the guard's rounds
+and its nearest step, on the driver), `counted` takes them as they are: no sampling job, so
+no MIN_SPREAD_ROWS floor, and a group over a task's share is spread however small the
+shuffle. Such a shuffle also runs in fewer tasks where it is small (`counted_partitions`):
+at 1,000,000 documents the stars' 8,333 pairs, a few hundred groups hashed to 200 tasks of
+about 45 rows, left one task 4.4x the median, which no spreading of one key removes.
 """
 
 from __future__ import annotations
@@ -53,12 +55,13 @@ MIN_SPREAD_ROWS = 250_000
 # ... unless a key is known to hold this many rows, whatever the rest: the guard knows its
 # largest star (the largest cluster), which can be most of a shuffle under MIN_SPREAD_ROWS.
 MIN_SPREAD_KEY = 50_000
-# A shuffle whose groups the caller counted runs in tasks of at least this many rows (where
-# it has fewer than spark.sql.shuffle.partitions such tasks' worth): a few hundred groups
-# hashed to 200 tasks of 45 rows each left one task 4.4x the median (the stars' 8,333 pairs
-# at 1,000,000 documents), and a task of a few rows costs more to schedule than to run.
-# Adaptive execution's coalescing does the same where it is on (on a cluster it keeps at
-# least a task per core).
+# A shuffle whose groups the caller counted runs in tasks of at least this many rows where it
+# has fewer than spark.sql.shuffle.partitions such tasks' worth, but never in fewer tasks
+# than the cluster has cores: a few hundred groups hashed to 200 tasks of 45 rows each left
+# one task 4.4x the median (the stars' 8,333 pairs at 1,000,000 documents), and a task of a
+# few rows costs more to schedule than to run. Its task count is fixed, so adaptive
+# execution does not coalesce it; rows of verification are texts (2 KB on average there),
+# so 2,048 of them are a few MB.
 MIN_TASK_ROWS = 2_048
 # More pieces than tasks buy nothing; this bounds them (and keeps a piece's number an int).
 MAX_PIECES = 1 << 16
@@ -84,7 +87,7 @@ class TaskShare:
 Threshold = int | TaskShare
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Counted:
     """The groups of a shuffle counted exactly by the caller: each key with its pairs."""
 
@@ -93,7 +96,8 @@ class Counted:
 
     @property
     def total(self) -> int:
-        """Every row the shuffle moves: one per pair, and one per group (its source's)."""
+        """The rows the shuffle moves: one per pair, and one per group (its source's; one
+        per part of a group cut in parts, so a few more there)."""
         return int(self.rows.sum()) + len(self.keys)
 
     def over(self, threshold: int) -> list[tuple[Any, int]]:
@@ -111,9 +115,11 @@ def counted(keys: np.ndarray) -> Counted:
 
 def counted_partitions(spark: SparkSession, known: Counted) -> int:
     """The tasks of a shuffle whose rows the caller counted: spark.sql.shuffle.partitions, or
-    fewer where that would leave a task fewer than MIN_TASK_ROWS rows."""
+    fewer where that would leave a task fewer than MIN_TASK_ROWS rows, but at least one per
+    core (Spark's default parallelism)."""
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
-    return max(1, min(partitions, known.total // MIN_TASK_ROWS))
+    cores = spark.sparkContext.defaultParallelism
+    return max(1, min(partitions, max(cores, known.total // MIN_TASK_ROWS)))
 
 
 def counted_threshold(spark: SparkSession, configured: int | None, known: Counted) -> int:
