@@ -78,7 +78,7 @@ from neardup.stages.membership import assign_members, cluster_sizes, clustered_f
 from neardup.stages.read import documents
 from neardup.stages.report_figures import gather
 from neardup.stages.sign import sign_documents, sign_params
-from neardup.stages.skew import Counted, Threshold, counted_threshold, split_threshold
+from neardup.stages.skew import Counted, split_threshold
 from neardup.stages.stars import RULE as STAR_ROUNDS_RULE
 from neardup.stages.stars import further_stars, relabel
 from neardup.stages.survivors import choose_survivors
@@ -437,12 +437,8 @@ def _verified(
     texts of the candidates' ends, where exact verification has them. `known`: the pairs'
     groups counted by the caller (the star rounds on the driver)."""
     docs, sigs = scoring.sources()
-    split: Threshold | None
-    if known is not None:
-        split = counted_threshold(r.spark, r.cfg.verify.split_stars_over, known)
-    else:
-        # The group memberships and the ends: at most two per candidate.
-        split = split_threshold(r.spark, r.cfg.verify.split_stars_over, 2 * n)
+    # The group memberships and the ends: at most two per candidate (or counted).
+    split = split_threshold(r.spark, r.cfg.verify.split_stars_over, 2 * n, known=known)
     return verify_pairs(
         pairs,
         sigs,
@@ -591,13 +587,9 @@ def _guard(
             # Where both are small, no star is worth a sampling job (on the skew
             # benchmark's corpus, about 1 s of the guard, for a star of 20,000 pairs).
             # Pairs counted on the driver need no sample: their large stars are known.
-            split: Threshold | None
-            if known is not None:
-                split = counted_threshold(r.spark, cfg.verify.split_stars_over, known)
-            else:
-                rows = 2 * edges.rows if bound is None else bound
-                largest = chosen.largest if bound is None else min(bound, chosen.largest)
-                split = split_threshold(r.spark, cfg.verify.split_stars_over, rows, largest=largest)
+            rows = 2 * edges.rows if bound is None else bound
+            largest = chosen.largest if bound is None else min(bound, chosen.largest)
+            split = split_threshold(r.spark, cfg.verify.split_stars_over, rows, largest=largest, known=known)
             return verify_pairs(
                 r.keep(pairs), sigs, texts, scoring.inp.params, cfg.verify.method, 0.0, small, split, known
             )

@@ -187,6 +187,11 @@ def guard_clusters(
     return out, stats
 
 
+def _pair_schema(id_type: T.DataType) -> T.StructType:
+    """(src, dst) pairs of ids of `id_type`, made on the driver for `score`."""
+    return T.StructType([T.StructField(C.SRC, id_type, False), T.StructField(C.DST, id_type, False)])
+
+
 def _round_on_driver(
     pending: DataFrame,
     edge_sims: DataFrame,
@@ -226,10 +231,7 @@ def _round_on_driver(
     n = int(fresh.sum())
     if n:
         # From the kept document (as `_similarity_to_kept`): one row per removed document.
-        pair_schema = T.StructType(
-            [T.StructField(C.SRC, id_type, False), T.StructField(C.DST, id_type, False)]
-        )
-        pairs = frame_from_arrays(spark, {C.SRC: kept[fresh], C.DST: ids[fresh]}, pair_schema)
+        pairs = frame_from_arrays(spark, {C.SRC: kept[fresh], C.DST: ids[fresh]}, _pair_schema(id_type))
         scored = collect_arrays(score(pairs, n, counted(kept[fresh])), [C.DST, C.SIMILARITY])
         # Every pair comes back once (scored at threshold 0): each removed document's own.
         back = scored[C.DST]
@@ -287,8 +289,7 @@ def _nearest_kept_on_driver(
     if len(owner) == 0:
         return guarded, 0
     id_type = guarded.schema[C.DOC_ID].dataType
-    pair_schema = T.StructType([T.StructField(C.SRC, id_type, False), T.StructField(C.DST, id_type, False)])
-    pairs = frame_from_arrays(spark, {C.SRC: near, C.DST: ids[owner]}, pair_schema)
+    pairs = frame_from_arrays(spark, {C.SRC: near, C.DST: ids[owner]}, _pair_schema(id_type))
     # Grouped by the kept document: a cluster split into a few, with thousands below the
     # threshold, is a group of thousands of pairs, spread over tasks by their counts.
     scored = collect_arrays(score(pairs, len(owner), counted(near)), [C.SRC, C.DST, C.SIMILARITY])

@@ -131,12 +131,20 @@ def counted_threshold(spark: SparkSession, configured: int | None, known: Counte
 
 
 def split_threshold(
-    spark: SparkSession, configured: int | None, rows: int, floor: int = 1, largest: int = 0
+    spark: SparkSession,
+    configured: int | None,
+    rows: int,
+    floor: int = 1,
+    largest: int = 0,
+    known: Counted | None = None,
 ) -> Threshold | None:
     """`configured`, or a task's share of `rows` (what the shuffle moves, or a bound on it)
     over the shuffle partitions, at least MIN_DERIVED and `floor`; None (spread nothing)
     when not configured, `rows` is below MIN_SPREAD_ROWS and `largest` (the rows of the
-    largest key, where known) below MIN_SPREAD_KEY."""
+    largest key, where known) below MIN_SPREAD_KEY. With `known`, the caller's exact counts,
+    `counted_threshold` (`rows` and `largest` unused)."""
+    if known is not None:
+        return counted_threshold(spark, configured, known)
     if configured is not None:
         return configured
     if rows < MIN_SPREAD_ROWS and largest < MIN_SPREAD_KEY:
