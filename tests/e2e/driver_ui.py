@@ -36,7 +36,8 @@ def wait_for_busy_executor(ui: int, stage: str, driver: subprocess.Popen[bytes],
     deadline = time.monotonic() + 600
     while (busy := busy_executor(ui, f"neardup: {stage}")) is None:
         assert driver.poll() is None, f"the driver ended before stage {stage}:\n" + log.read_text()[-3000:]
-        assert time.monotonic() < deadline, f"no executor was busy in stage {stage}"
+        tail = log.read_text(errors="replace")[-3000:]
+        assert time.monotonic() < deadline, f"no executor was busy in stage {stage}:\n" + tail
         time.sleep(0.2)
     return busy
 
@@ -45,5 +46,5 @@ def wait_for(what: str, ready: Any, driver: subprocess.Popen[bytes], log: Path, 
     deadline = time.monotonic() + 600
     while not ready():
         assert driver.poll() is None, f"the driver ended before {what}:\n" + log.read_text()[-3000:]
-        assert time.monotonic() < deadline, f"{what} never came"
+        assert time.monotonic() < deadline, f"{what} never came:\n" + log.read_text(errors="replace")[-3000:]
         time.sleep(every)

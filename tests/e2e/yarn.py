@@ -17,6 +17,9 @@ Choices, each for a reason seen here:
   on the machine would collide with.
 - Small containers: 128 MB minimum allocation, memory and virtual-memory checks off (the tests
   are not about YARN's enforcement, and a JVM's virtual size trips the ratio check).
+- The disk check off but for 64 MB free: a shared disk over 90% full (a CI run saw it) made the
+  node UNHEALTHY, and a submit waited in ACCEPTED until the test's timeout. A node that still
+  comes up unhealthy fails the start, with its reason.
 - The client's HADOOP_CONF_DIR is written here, a few site files: the minicluster's own dump
   (-writeConfig) holds its unresolved defaults, not the addresses it listens on.
 - Containers run in sessions of their own (the NodeManager starts them with setsid) and outlive
@@ -297,8 +300,8 @@ class MiniCluster:
 
 
 def start(root: Path, classpath_text: str) -> MiniCluster:
-    """A minicluster under `root` (formatted afresh), ready when its NodeManagers have
-    registered; StartFailed with the log's tail if it does not get there."""
+    """A minicluster under `root` (formatted afresh), ready when its NodeManagers are
+    running (healthy); StartFailed with the log's tail if it does not get there."""
     run = root / "run"  # its working directory: MiniDFSCluster and MiniYARNCluster put data under it
     run.mkdir(parents=True)
     log = root / "minicluster.log"
@@ -322,6 +325,10 @@ def start(root: Path, classpath_text: str) -> MiniCluster:
         "yarn.scheduler.capacity.maximum-am-resource-percent": "0.5",
         "yarn.nodemanager.pmem-check-enabled": "false",
         "yarn.nodemanager.vmem-check-enabled": "false",
+        # A disk over 90% full (CI's machines share theirs; once 89% here) makes the node
+        # UNHEALTHY and every application waits in ACCEPTED for ever: the tests need megabytes.
+        "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": "100.0",
+        "yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb": "64",
     }
     cmd = ["java", "-Xmx768m", *SHORT_LIVED_JVM, f"-Dlog4j.configuration=file:{root / 'log4j.properties'}"]
     cmd += ["-cp", classpath_text, MAIN_CLASS, "-format", "-datanodes", "1"]
@@ -358,16 +365,21 @@ def start(root: Path, classpath_text: str) -> MiniCluster:
 
 
 def _wait_ready(cluster: MiniCluster, began: float) -> None:
-    registered = "ResourceTrackerService: NodeManager from node"
+    # A node registers, then the ResourceManager says whether it can run containers.
+    running, unhealthy = "Node Transitioned from NEW to RUNNING", "Node Transitioned from NEW to UNHEALTHY"
     while True:
         code = cluster.proc.poll()
         if code is not None:
             raise StartFailed(_why(cluster, f"its JVM exited with status {code}"))
         written = (cluster.root / "details.json").exists() and cluster.log.exists()
-        if written and cluster.log.read_text(errors="replace").count(registered) >= NODEMANAGERS:
+        text = cluster.log.read_text(errors="replace") if cluster.log.exists() else ""
+        if unhealthy in text:  # no container would ever start on it
+            why = [ln for ln in text.splitlines() if "failed" in ln.lower() or "unhealthy" in ln.lower()]
+            raise StartFailed(_why(cluster, "its NodeManager is UNHEALTHY: " + " | ".join(why[-3:])[:2000]))
+        if written and text.count(running) >= NODEMANAGERS:
             return
         if time.monotonic() - began > START_TIMEOUT:
-            raise StartFailed(_why(cluster, f"its NodeManagers had not registered after {START_TIMEOUT} s"))
+            raise StartFailed(_why(cluster, f"its NodeManagers were not running after {START_TIMEOUT} s"))
         time.sleep(0.5)
 
 
