@@ -24,7 +24,7 @@ from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
 from neardup.stages.exact import exact_groups, group_exact
 from neardup.stages.guard import GuardStats, guard_clusters
-from neardup.stages.membership import assign_members, cluster_sizes, clustered_figures
+from neardup.stages.membership import assign_members, cluster_sizes, clustered_figures, sizes_on_driver
 from neardup.stages.survivors import choose_survivors
 
 HASHED = f"{C.DOC_ID} bigint, {C.TEXT_HASH} bigint, {C.TEXT_HASH_LO} bigint, {C.LENGTH} int, {C.RANK} double"
@@ -139,14 +139,14 @@ def _sizes_by_hand(members: list[tuple[int, int]], kept_of: dict[int, int]) -> C
     return Counter(kept_of.get(rep, rep) for _, rep in members)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_clustered_figures_against_member_counts(spark: Any, seed: int) -> None:
+def _planted(seed: int) -> tuple[list[tuple[int, int]], dict[int, int]]:
+    """members (id, rep): 100 representatives with 0-5 exact copies each (ids from 1000 up);
+    kept_of: clusters of 2-5 representatives, each kept by one of them; the rest stay alone
+    (with seed 3, one of them with more copies than any cluster has documents)."""
     rng = random.Random(seed)
     reps = list(range(0, 400, 4))
-    # Each representative has 0-5 exact copies (ids from 1000 up).
     copies = [(1000 + 10 * r + k, r) for r in reps for k in range(rng.randint(0, 5))]
     members = [(r, r) for r in reps] + copies
-    # Clusters of 2-5 representatives, each kept by one of them; the rest stay alone.
     pool = reps[:]
     rng.shuffle(pool)
     kept_of: dict[int, int] = {}
@@ -155,12 +155,45 @@ def test_clustered_figures_against_member_counts(spark: Any, seed: int) -> None:
         group, pool = pool[:k], pool[k:]
         keeper = rng.choice(group)
         kept_of.update({r: keeper for r in group})
-    if seed == 3:  # one lone representative with more copies than any cluster has documents
+    if seed == 3:
         members += [(5000 + k, pool[0]) for k in range(40)]
+    return members, kept_of
+
+
+def _frames_of(spark: Any, members: list[tuple[int, int]], kept_of: dict[int, int]) -> tuple[Any, Any]:
+    """(clustered (_id, _kept_id) in 3 partitions, exact groups of the members)."""
     frame = spark.createDataFrame(members, f"{C.DOC_ID} bigint, {C.REP} bigint")
     clustered = spark.createDataFrame(list(kept_of.items()), f"{C.DOC_ID} bigint, {C.KEPT_ID} bigint")
-    got = clustered_figures(clustered.repartition(3), exact_groups(frame))
+    return clustered.repartition(3), exact_groups(frame)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_clustered_figures_against_member_counts(spark: Any, seed: int) -> None:
+    members, kept_of = _planted(seed)
+    got = clustered_figures(*_frames_of(spark, members, kept_of))
     assert got == (len(kept_of), max(_sizes_by_hand(members, kept_of).values()))
+
+
+@pytest.mark.parametrize("on_driver", [False, True])
+def test_cluster_sizes_against_member_counts(spark: Any, on_driver: bool) -> None:
+    """`cluster_sizes` and `sizes_on_driver`, whole: a row per kept document of a cluster and
+    per exact group outside any, each with its members counted one by one; and the figures
+    the guard reports from them."""
+    members, kept_of = _planted(3)
+    clustered, groups = _frames_of(spark, members, kept_of)
+    by_hand = _sizes_by_hand(members, kept_of)
+    want = {k: n for k, n in by_hand.items() if k in kept_of.values() or n > 1}
+    if on_driver:
+        sizes, figures = sizes_on_driver(clustered, groups)
+        assert figures == {
+            "clusters": sum(n > 1 for n in want.values()),
+            "largest": max(want.values()),
+            "removed": sum(n - 1 for n in want.values()),
+        }
+    else:
+        sizes = cluster_sizes(clustered, groups)
+    got = {r[C.KEPT_ID]: r["_size"] for r in sizes.collect()}
+    assert got == want and sizes.count() == len(want)
 
 
 @pytest.mark.compat

@@ -72,9 +72,10 @@ from neardup.stages.against import (
 from neardup.stages.candidates import STAR_EDGES, Candidates, band_rows, candidate_edges
 from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
+from neardup.stages.driver_frames import DRIVER_ID_TYPES
 from neardup.stages.exact import exact_groups, group_exact
 from neardup.stages.guard import guard_clusters
-from neardup.stages.membership import assign_members, cluster_sizes, clustered_figures
+from neardup.stages.membership import assign_members, cluster_sizes, clustered_figures, sizes_on_driver
 from neardup.stages.read import documents
 from neardup.stages.report_figures import gather
 from neardup.stages.sign import sign_documents, sign_params
@@ -620,12 +621,19 @@ def _guard(
             first_bound=chosen.rows,
             on_driver=broadcastable(chosen.rows),
         )
-    # Kept before the sizes are summed from it: write reads it again.
-    guarded = r.keep(guarded)
-    sizes = r.keep(cluster_sizes(guarded.select(C.DOC_ID, C.KEPT_ID), exact.groups))
-    # Fills guarded and sizes, so the texts the rounds scored from are read no more (nor by
-    # any later stage: `edges.texts` is not read after this).
-    after = _size_figures(sizes)
+    driver_ids = isinstance(chosen.frame.schema[C.DOC_ID].dataType, DRIVER_ID_TYPES)
+    if broadcastable(chosen.rows) and broadcastable(exact.copies) and driver_ids:
+        # Kept, then collected: write reads it again, and the texts the rounds scored from
+        # are read no more (nor by any later stage: `edges.texts` is not read after this).
+        guarded = r.keep(guarded)
+        sizes, after = sizes_on_driver(guarded.select(C.DOC_ID, C.KEPT_ID), exact.groups)
+        sizes = r.keep(sizes)
+    else:
+        # Kept before the sizes are summed from it: write reads it again.
+        guarded = r.keep(guarded)
+        sizes = r.keep(cluster_sizes(guarded.select(C.DOC_ID, C.KEPT_ID), exact.groups))
+        # Fills guarded and sizes, so the texts the rounds scored from are read no more.
+        after = _size_figures(sizes)
     for scored_from in (edges.texts, against.sources if against is not None else None):
         if scored_from is not None:
             r.release(scored_from)

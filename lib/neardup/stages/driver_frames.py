@@ -1,6 +1,6 @@
 """Small frames to the driver as numpy arrays and back, for the work a driver does faster
 than a dozen Spark jobs would (components.py's labels, stars.py's rounds, guard.py's rounds
-and nearest step).
+and nearest step, membership.py's cluster sizes).
 
 Spark 4 converts through Arrow both ways, without pandas; Spark 3.5 through pandas (Arrow
 underneath). A frame made from driver data is backed by an RDD, not held in its plan
@@ -14,7 +14,8 @@ from typing import cast
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 # Id types whose values come back from Arrow exactly and order in Python as in Spark
@@ -34,6 +35,12 @@ def collect_arrays(df: DataFrame, columns: Sequence[str]) -> dict[str, np.ndarra
     # Without nulls, integer columns stay integers.
     frame = cast(pd.DataFrame, picked.toPandas())
     return {c: frame[c].to_numpy() for c in columns}
+
+
+def nan_as_null(name: str) -> Column:
+    """Column `name` with NaN as null: a nullable double collected as NaN (`collect_arrays`
+    takes no nulls), back in a frame of the arrays."""
+    return F.when(~F.isnan(name), F.col(name)).alias(name)
 
 
 def frame_from_arrays(spark: SparkSession, arrays: dict[str, np.ndarray], schema: T.StructType) -> DataFrame:

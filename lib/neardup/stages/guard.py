@@ -44,7 +44,7 @@ from neardup import columns as C
 from neardup.errors import InvariantError
 from neardup.kernels.nearest_kept import choose_nearest, pairs_to_score
 from neardup.stages.components import checkpoint
-from neardup.stages.driver_frames import DRIVER_ID_TYPES, collect_arrays, frame_from_arrays
+from neardup.stages.driver_frames import DRIVER_ID_TYPES, collect_arrays, frame_from_arrays, nan_as_null
 from neardup.stages.skew import Counted, counted
 
 # Scores (src, dst) pairs: given a bound on their number, and their srcs counted, where known.
@@ -173,13 +173,15 @@ def guard_clusters(
     for part in settled[1:]:
         out = out.unionByName(part)
     if threshold is not None and nearest_below is not None and stats.clusters_split:
-        # Checkpointed before (and the distributed step after): the rounds' plans, unioned
-        # and joined again, took minutes to plan and ran the driver out of memory on the
-        # planted chains. The driver's step adds a frame of driver data: a small plan.
-        out = checkpoint(out)
+        # Distributed, checkpointed before and after: the rounds' plans, unioned and joined
+        # again, took minutes to plan and ran the driver out of memory on the planted
+        # chains. On the driver, no checkpoint (1.7 s on the skew benchmark): the rounds'
+        # frames are of the driver's arrays (small plans), and the step collects them and
+        # returns a frame of its own arrays.
         if driver:
             out, stats.moved_to_nearest = _nearest_kept_on_driver(out, clustered, score, nearest_below)
         else:
+            out = checkpoint(out)
             out, stats.moved_to_nearest = _nearest_kept(
                 out, clustered, lambda pairs: score(pairs, None, None), keep, nearest_below
             )
@@ -261,7 +263,7 @@ def _round_on_driver(
     out = frame.select(
         C.DOC_ID,
         C.KEPT_ID,
-        F.when(~F.isnan(C.SIMILARITY), F.col(C.SIMILARITY)).alias(C.SIMILARITY),
+        nan_as_null(C.SIMILARITY),
         _FRESH,
         *([F.when(F.col(_PINNED), F.lit(True)).alias(_PINNED)] if flags is not None else []),
     )
@@ -276,29 +278,35 @@ def _nearest_kept_on_driver(
 ) -> tuple[DataFrame, int]:
     """`_nearest_kept` with its bookkeeping on the driver (kernels/nearest_kept.py): the
     guarded rows collected with their origin (one job), the pairs scored by `score` (its
-    jobs), and only the documents that move joined back. On the skew benchmark's corpus the
-    distributed step took about 11 s, a dozen jobs over 57,649 rows, for one document moved."""
+    jobs), and the rows, the moved ones changed, returned as a frame of the driver's arrays.
+    On the skew benchmark's corpus the distributed step took about 11 s, a dozen jobs over
+    57,649 rows, for one document moved."""
     spark = guarded.sparkSession
     origin = clustered.select(C.DOC_ID, F.col(C.KEPT_ID).alias(_ORIGIN))
     rows = guarded.join(origin, C.DOC_ID).select(
         C.DOC_ID, C.KEPT_ID, F.coalesce(C.SIMILARITY, F.lit(float("nan"))).alias(C.SIMILARITY), _ORIGIN
     )
     got = collect_arrays(rows, [C.DOC_ID, C.KEPT_ID, C.SIMILARITY, _ORIGIN])
-    ids, kept, sims = got[C.DOC_ID], got[C.KEPT_ID], got[C.SIMILARITY]
+    ids, kept, sims = got[C.DOC_ID], got[C.KEPT_ID], got[C.SIMILARITY].astype(np.float64)
     owner, near = pairs_to_score(ids, kept, sims, got[_ORIGIN], below, NEAREST_UP_TO)
-    if len(owner) == 0:
-        return guarded, 0
     id_type = guarded.schema[C.DOC_ID].dataType
-    pairs = frame_from_arrays(spark, {C.SRC: near, C.DST: ids[owner]}, _pair_schema(id_type))
-    # Grouped by the kept document: a cluster split into a few, with thousands below the
-    # threshold, is a group of thousands of pairs, spread over tasks by their counts.
-    scored = collect_arrays(score(pairs, len(owner), counted(near)), [C.SRC, C.DST, C.SIMILARITY])
-    low = np.unique(owner)
-    doc, new_kept, new_sim = choose_nearest(
-        ids[low], kept[low], sims[low], scored[C.DST], scored[C.SRC], scored[C.SIMILARITY], NEAREST_MARGIN
-    )
-    if len(doc) == 0:
-        return guarded, 0
+    moved = 0
+    if len(owner):
+        pairs = frame_from_arrays(spark, {C.SRC: near, C.DST: ids[owner]}, _pair_schema(id_type))
+        # Grouped by the kept document: a cluster split into a few, with thousands below the
+        # threshold, is a group of thousands of pairs, spread over tasks by their counts.
+        scored = collect_arrays(score(pairs, len(owner), counted(near)), [C.SRC, C.DST, C.SIMILARITY])
+        low = np.unique(owner)
+        doc, new_kept, new_sim = choose_nearest(
+            ids[low], kept[low], sims[low], scored[C.DST], scored[C.SRC], scored[C.SIMILARITY], NEAREST_MARGIN
+        )
+        # Each moved document's row, found among the rows (ids are unique).
+        order = np.argsort(ids, kind="stable")
+        at = order[np.searchsorted(ids, doc, sorter=order)]
+        kept, sims = kept.copy(), sims.copy()
+        kept[at], sims[at] = new_kept, new_sim
+        moved = len(doc)
+    # The whole result from the arrays: a frame of driver data, its plan one node.
     schema = T.StructType(
         [
             T.StructField(C.DOC_ID, id_type, False),
@@ -306,9 +314,9 @@ def _nearest_kept_on_driver(
             T.StructField(C.SIMILARITY, T.DoubleType(), False),
         ]
     )
-    moved = frame_from_arrays(spark, {C.DOC_ID: doc, C.KEPT_ID: new_kept, C.SIMILARITY: new_sim}, schema)
-    unmoved = guarded.join(F.broadcast(moved.select(C.DOC_ID)), C.DOC_ID, "left_anti")
-    return unmoved.unionByName(moved), len(doc)
+    frame = frame_from_arrays(spark, {C.DOC_ID: ids, C.KEPT_ID: kept, C.SIMILARITY: sims}, schema)
+    # A kept document's similarity null again.
+    return frame.select(C.DOC_ID, C.KEPT_ID, nan_as_null(C.SIMILARITY)), moved
 
 
 def _nearest_kept(
