@@ -55,7 +55,7 @@ def run(
     assert result.schema[COMPONENT].dataType == id_type
     rows = result.collect()
     # The labels come back as an RDD-backed relation, never rows held in the plan, which
-    # every later query built on them would walk again (components._not_local).
+    # every later query built on them would walk again (driver_frames._driver_relation).
     assert not rows or "LocalRelation" not in result._jdf.queryExecution().analyzed().toString()
     mapping = {r[DOC_ID]: r[COMPONENT] for r in rows}
     assert len(mapping) == len(rows), "a node appears more than once"

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from frames import assert_counted, assert_frames_equal
 from neardup import columns as C
@@ -22,9 +23,16 @@ from neardup.errors import InvariantError
 from neardup.stages.against import cross_edges
 from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
+from neardup.stages.driver_frames import collect_arrays, frame_from_arrays
 from neardup.stages.exact import exact_groups, group_exact
 from neardup.stages.guard import GuardStats, guard_clusters
-from neardup.stages.membership import assign_members, cluster_sizes, clustered_figures, sizes_on_driver
+from neardup.stages.membership import (
+    assign_members,
+    cluster_sizes,
+    clustered_figures,
+    clustered_on_driver,
+    sizes_on_driver,
+)
 from neardup.stages.survivors import choose_survivors
 
 HASHED = f"{C.DOC_ID} bigint, {C.TEXT_HASH} bigint, {C.TEXT_HASH_LO} bigint, {C.LENGTH} int, {C.RANK} double"
@@ -169,9 +177,14 @@ def _frames_of(spark: Any, members: list[tuple[int, int]], kept_of: dict[int, in
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_clustered_figures_against_member_counts(spark: Any, seed: int) -> None:
+    """`clustered_figures` and `clustered_on_driver` (with its frame, whole)."""
     members, kept_of = _planted(seed)
-    got = clustered_figures(*_frames_of(spark, members, kept_of))
-    assert got == (len(kept_of), max(_sizes_by_hand(members, kept_of).values()))
+    clustered, groups = _frames_of(spark, members, kept_of)
+    want = (len(kept_of), max(_sizes_by_hand(members, kept_of).values()))
+    assert clustered_figures(clustered, groups) == want
+    frame, *figures = clustered_on_driver(clustered, groups)
+    assert tuple(figures) == want
+    assert {r[C.DOC_ID]: r[C.KEPT_ID] for r in frame.collect()} == kept_of and frame.count() == len(kept_of)
 
 
 @pytest.mark.parametrize("on_driver", [False, True])
@@ -555,3 +568,22 @@ def test_choose_survivors_is_the_policys_sort_for_every_column_type(
     want = spark.createDataFrame(sorted(want_kept.items()), f"{C.DOC_ID} bigint, {C.KEPT_ID} bigint")
     for small in (True, False):
         assert_frames_equal(choose_survivors(reps, components, cfg, small), want)
+
+
+def test_a_frame_of_driver_arrays_is_a_partition_per_core_whatever_the_arrow_batch(spark: Any) -> None:
+    """frame_from_arrays: the rows whole, at most a partition per core though the run's Arrow
+    batches are 2,048 rows, and the session's settings as they were."""
+    import numpy as np
+
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "2048")
+    try:
+        ids = np.arange(50_000, dtype=np.int64) * 7
+        schema = T.StructType([T.StructField(C.DOC_ID, T.LongType(), False)])
+        frame = frame_from_arrays(spark, {C.DOC_ID: ids}, schema)
+        assert frame.rdd.getNumPartitions() <= spark.sparkContext.defaultParallelism
+        assert sorted(collect_arrays(frame, [C.DOC_ID])[C.DOC_ID].tolist()) == ids.tolist()
+        assert spark.conf.get(key) == "2048"
+    finally:
+        spark.conf.set(key, before)

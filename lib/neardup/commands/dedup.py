@@ -75,7 +75,13 @@ from neardup.stages.components import connected_components
 from neardup.stages.driver_frames import DRIVER_ID_TYPES
 from neardup.stages.exact import exact_groups, group_exact
 from neardup.stages.guard import guard_clusters
-from neardup.stages.membership import assign_members, cluster_sizes, clustered_figures, sizes_on_driver
+from neardup.stages.membership import (
+    assign_members,
+    cluster_sizes,
+    clustered_figures,
+    clustered_on_driver,
+    sizes_on_driver,
+)
 from neardup.stages.read import documents
 from neardup.stages.report_figures import gather
 from neardup.stages.sign import sign_documents, sign_params
@@ -526,9 +532,20 @@ def _survivors(
     # choose_survivors broadcasts the component nodes: at most two per verified edge.
     small = broadcastable(2 * edges.rows)
     nodes = _nodes(exact, against)
-    chosen = r.keep(choose_survivors(nodes, components, r.cfg, small, against is not None))
-    n, largest = clustered_figures(chosen, exact.groups)
+    chosen = choose_survivors(nodes, components, r.cfg, small, against is not None)
+    if _sums_on_driver(small, exact, chosen):
+        chosen, n, largest = clustered_on_driver(chosen, exact.groups)
+    else:
+        chosen = r.keep(chosen)
+        n, largest = clustered_figures(chosen, exact.groups)
     return _Chosen(chosen, n, largest, nodes, against), {"clustered": n}
+
+
+def _sums_on_driver(small: bool, exact: _Exact, clustered: DataFrame) -> bool:
+    """Whether the cluster sizes' sums run on the driver: the clustered rows (`small`) and
+    the exact groups (at most the copies) within the broadcast bound, ids of a driver type."""
+    driver_ids = isinstance(clustered.schema[C.DOC_ID].dataType, DRIVER_ID_TYPES)
+    return small and broadcastable(exact.copies) and driver_ids
 
 
 def _nodes(exact: _Exact, against: _Against | None) -> DataFrame:
@@ -621,8 +638,7 @@ def _guard(
             first_bound=chosen.rows,
             on_driver=broadcastable(chosen.rows),
         )
-    driver_ids = isinstance(chosen.frame.schema[C.DOC_ID].dataType, DRIVER_ID_TYPES)
-    if broadcastable(chosen.rows) and broadcastable(exact.copies) and driver_ids:
+    if _sums_on_driver(broadcastable(chosen.rows), exact, chosen.frame):
         # Kept, then collected: write reads it again, and the texts the rounds scored from
         # are read no more (nor by any later stage: `edges.texts` is not read after this).
         guarded = r.keep(guarded)

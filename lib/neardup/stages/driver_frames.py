@@ -4,7 +4,7 @@ and nearest step, membership.py's cluster sizes).
 
 Spark 4 converts through Arrow both ways, without pandas; Spark 3.5 through pandas (Arrow
 underneath). A frame made from driver data is backed by an RDD, not held in its plan
-(`_not_local`).
+(`_driver_relation`), in at most a partition per core.
 """
 
 from __future__ import annotations
@@ -44,14 +44,16 @@ def nan_as_null(name: str) -> Column:
 
 
 def frame_from_arrays(spark: SparkSession, arrays: dict[str, np.ndarray], schema: T.StructType) -> DataFrame:
-    """A frame of `arrays` (one per field of `schema`, in its order)."""
+    """A frame of `arrays` (one per field of `schema`, in its order), in at most a partition
+    per core (`_driver_relation`)."""
+    rows = len(arrays[schema.fields[0].name]) if schema.fields else 0
     if hasattr(DataFrame, "toArrow"):  # Spark 4 reads Arrow without pandas
         table = pa.table({f.name: arrays[f.name] for f in schema.fields})
-        return _not_local(spark, lambda: spark.createDataFrame(table, schema))
+        return _driver_relation(spark, rows, lambda: spark.createDataFrame(table, schema))
     import pandas as pd
 
     frame = pd.DataFrame({f.name: arrays[f.name] for f in schema.fields})
-    return _not_local(spark, lambda: spark.createDataFrame(frame, schema))
+    return _driver_relation(spark, rows, lambda: spark.createDataFrame(frame, schema))
 
 
 # Below this many bytes Spark turns a frame made from Arrow data into a LocalRelation: the
@@ -60,17 +62,30 @@ def frame_from_arrays(spark: SparkSession, arrays: dict[str, np.ndarray], schema
 # documents' graph (88,000 rows) left the cores idle for seconds between the guard's and
 # write's jobs; as an RDD-backed relation the plan stays one node.
 _LOCAL_RELATION_THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"
+# A frame made from Arrow (or pandas) data has a partition per batch of this many rows. The
+# run sets it for text (runtime/sizing.py: 2,048 rows of long documents); a frame of ids
+# from the driver in batches of 2,048 was 141 partitions at 288,000 rows, and every join,
+# union and collect over it ran that many tasks (the guard's nearest step, 0.5 s more).
+_ARROW_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
+_MIN_PARTITION_ROWS = 10_000  # Spark's default batch: a small frame stays one partition
 
 
-def _not_local(spark: SparkSession, make: Callable[[], DataFrame]) -> DataFrame:
+def _driver_relation(spark: SparkSession, rows: int, make: Callable[[], DataFrame]) -> DataFrame:
     """`make()` (a createDataFrame from Arrow or pandas) with the local-relation threshold at
-    0 while it runs, so the frame is backed by an RDD, not rows held in its plan."""
-    before = spark.conf.get(_LOCAL_RELATION_THRESHOLD, None)
-    spark.conf.set(_LOCAL_RELATION_THRESHOLD, "0")
+    0 while it runs, so the frame is backed by an RDD, not rows held in its plan; and with
+    batches of at least `rows` / cores (and `_MIN_PARTITION_ROWS`), so it is at most a
+    partition per core."""
+    cores = max(spark.sparkContext.defaultParallelism, 1)
+    per_partition = max(-(-rows // cores), _MIN_PARTITION_ROWS)
+    settings = {_LOCAL_RELATION_THRESHOLD: "0", _ARROW_ROWS: str(per_partition)}
+    before: dict[str, str | None] = {k: spark.conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
     try:
         return make()
     finally:
-        if before is None:
-            spark.conf.unset(_LOCAL_RELATION_THRESHOLD)
-        else:
-            spark.conf.set(_LOCAL_RELATION_THRESHOLD, before)
+        for k, was in before.items():
+            if was is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, was)

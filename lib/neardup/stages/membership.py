@@ -9,6 +9,7 @@ end (`assign_members`): each takes its representative's kept document, and its s
 
 from __future__ import annotations
 
+import numpy as np
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -44,21 +45,41 @@ def cluster_sizes(clustered: DataFrame, groups: DataFrame) -> DataFrame:
     return in_clusters.unionByName(alone)
 
 
+def _summed_on_driver(
+    clustered: DataFrame, groups: DataFrame
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """clustered (_id, _kept_id) collected, and `cluster_sizes` of it summed on the driver
+    (kernels/cluster_sizes.py) from the groups (_rep, _copies), collected too."""
+    got = collect_arrays(clustered, [C.DOC_ID, C.KEPT_ID])
+    exact = collect_arrays(groups, [C.REP, C.COPIES])
+    kept_ids, sizes = sizes_of_arrays(got[C.DOC_ID], got[C.KEPT_ID], exact[C.REP], exact[C.COPIES])
+    return got, kept_ids, sizes
+
+
 def sizes_on_driver(clustered: DataFrame, groups: DataFrame) -> tuple[DataFrame, dict[str, int]]:
     """`cluster_sizes` of clustered (_id, _kept_id) and groups (_rep, _copies), both small
     enough to collect (the broadcast bound, ids of a driver type), as a frame of the
     driver's arrays, and its figures (clusters, largest, removed).
 
-    Two collects (kernels/cluster_sizes.py does the sums) in place of a join, an
-    aggregation, an anti-join and a job for the figures: about 1.6 s of the guard on
-    1,000,000 documents, 2.4 s with the skew benchmark's large clusters."""
-    got = collect_arrays(clustered, [C.DOC_ID, C.KEPT_ID])
-    exact = collect_arrays(groups, [C.REP, C.COPIES])
-    kept_ids, sizes = sizes_of_arrays(got[C.DOC_ID], got[C.KEPT_ID], exact[C.REP], exact[C.COPIES])
+    Two collects in place of a join, an aggregation, an anti-join and a job for the
+    figures: about 1.6 s of the guard on 1,000,000 documents, 2.4 s with the skew
+    benchmark's large clusters."""
+    _, kept_ids, sizes = _summed_on_driver(clustered, groups)
     kept_field = T.StructField(C.KEPT_ID, clustered.schema[C.DOC_ID].dataType, False)
     schema = T.StructType([kept_field, T.StructField(_SIZE, T.LongType(), False)])
     frame = frame_from_arrays(clustered.sparkSession, {C.KEPT_ID: kept_ids, _SIZE: sizes}, schema)
     return frame, size_figures(sizes)
+
+
+def clustered_on_driver(clustered: DataFrame, groups: DataFrame) -> tuple[DataFrame, int, int]:
+    """`clustered_figures` from two collects, for inputs as `sizes_on_driver` takes, and
+    clustered again as a frame of the driver's arrays (a plan of one node for the guard's
+    rounds): (that frame, its rows, the largest cluster's size in documents)."""
+    got, _, sizes = _summed_on_driver(clustered, groups)
+    id_type = clustered.schema[C.DOC_ID].dataType
+    schema = T.StructType([T.StructField(C.DOC_ID, id_type, False), T.StructField(C.KEPT_ID, id_type, False)])
+    frame = frame_from_arrays(clustered.sparkSession, got, schema)
+    return frame, len(got[C.DOC_ID]), size_figures(sizes)["largest"]
 
 
 def clustered_figures(clustered: DataFrame, groups: DataFrame) -> tuple[int, int]:
