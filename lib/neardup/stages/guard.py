@@ -306,12 +306,13 @@ def _nearest_kept_on_driver(
         kept, sims = kept.copy(), sims.copy()
         kept[at], sims[at] = new_kept, new_sim
         moved = len(doc)
-    # The whole result from the arrays: a frame of driver data, its plan one node.
+    # The whole result from the arrays: a frame of driver data, its plan one node. The
+    # similarity nullable: through pandas (Spark 3.5) a NaN arrives as a null.
     schema = T.StructType(
         [
             T.StructField(C.DOC_ID, id_type, False),
             T.StructField(C.KEPT_ID, id_type, False),
-            T.StructField(C.SIMILARITY, T.DoubleType(), False),
+            T.StructField(C.SIMILARITY, T.DoubleType(), True),
         ]
     )
     frame = frame_from_arrays(spark, {C.DOC_ID: ids, C.KEPT_ID: kept, C.SIMILARITY: sims}, schema)
