@@ -638,17 +638,16 @@ def _guard(
             first_bound=chosen.rows,
             on_driver=broadcastable(chosen.rows),
         )
+    # Kept before the sizes are summed from it: write reads it again. Summing fills it, so
+    # the texts the rounds scored from are read no more (nor by any later stage:
+    # `edges.texts` is not read after this).
+    guarded = r.keep(guarded)
+    clustered = guarded.select(C.DOC_ID, C.KEPT_ID)
     if _sums_on_driver(broadcastable(chosen.rows), exact, chosen.frame):
-        # Kept, then collected: write reads it again, and the texts the rounds scored from
-        # are read no more (nor by any later stage: `edges.texts` is not read after this).
-        guarded = r.keep(guarded)
-        sizes, after = sizes_on_driver(guarded.select(C.DOC_ID, C.KEPT_ID), exact.groups)
+        sizes, after = sizes_on_driver(clustered, exact.groups)
         sizes = r.keep(sizes)
     else:
-        # Kept before the sizes are summed from it: write reads it again.
-        guarded = r.keep(guarded)
-        sizes = r.keep(cluster_sizes(guarded.select(C.DOC_ID, C.KEPT_ID), exact.groups))
-        # Fills guarded and sizes, so the texts the rounds scored from are read no more.
+        sizes = r.keep(cluster_sizes(clustered, exact.groups))
         after = _size_figures(sizes)
     for scored_from in (edges.texts, against.sources if against is not None else None):
         if scored_from is not None:
