@@ -241,8 +241,9 @@ def _frames(
     )
 
 
-def test_check_outputs_accepts_a_consistent_output(spark: Any) -> None:
-    counts = check_outputs(5, *_frames(spark, GOOD, [1, 4], [5]), guard_threshold=0.7)
+@pytest.mark.parametrize("on_driver", [False, True])
+def test_check_outputs_accepts_a_consistent_output(spark: Any, on_driver: bool) -> None:
+    counts = check_outputs(5, *_frames(spark, GOOD, [1, 4], [5]), guard_threshold=0.7, on_driver=on_driver)
     assert counts == {"kept": 2, "unique": 1, "exact_duplicates": 1, "near_duplicates": 1, "rejected": 1}
 
 
@@ -256,6 +257,22 @@ def test_check_outputs_accepts_a_consistent_output(spark: Any) -> None:
         (GOOD, [1, 4], [], 5, "rejected/ has 0 rows, clusters/ says 1"),
         (
             [*GOOD[:1], (2, 9, False, "near_duplicate", 0.75, None), *GOOD[2:]],
+            [1, 4],
+            [5],
+            5,
+            "1 rows point to a cluster_id",
+        ),
+        ([*GOOD[:-1], (None, None, False, "rejected", None, "x")], [1, 4], [5], 5, "and 1 null ids"),
+        # A removed row naming itself, and one naming nothing: neither names a kept document.
+        (
+            [*GOOD[:1], (2, 2, False, "near_duplicate", 0.75, None), *GOOD[2:]],
+            [1, 4],
+            [5],
+            5,
+            "1 rows point to a cluster_id",
+        ),
+        (
+            [*GOOD[:1], (2, None, False, "near_duplicate", 0.75, None), *GOOD[2:]],
             [1, 4],
             [5],
             5,
@@ -280,8 +297,12 @@ def test_check_outputs_accepts_a_consistent_output(spark: Any) -> None:
 def test_check_outputs_refuses_a_broken_output(
     spark: Any, clusters: list[tuple[Any, ...]], kept: list[int], rejected: list[int], n: int, message: str
 ) -> None:
-    with pytest.raises(InvariantError, match=message):
-        check_outputs(n, *_frames(spark, clusters, kept, rejected), guard_threshold=0.7)
+    """Each broken output, both ways of counting the names (grouped and on the driver)."""
+    for on_driver in (False, True):
+        with pytest.raises(InvariantError, match=message):
+            check_outputs(
+                n, *_frames(spark, clusters, kept, rejected), guard_threshold=0.7, on_driver=on_driver
+            )
 
 
 # A drifting chain 1-2-3-4-5-6 (each step J = 0.85, so J(i, j) = 0.85^|i - j| in this
@@ -503,16 +524,19 @@ def test_check_outputs_with_an_index(spark: Any, row: tuple[Any, ...], message: 
     index_ids = spark.createDataFrame([(100,), (101,)], f"{C.DOC_ID} bigint")
     kept = spark.createDataFrame([(1, "t"), (4, "t")], "id bigint, text string")
     rejected = spark.createDataFrame([(5, None, "null text")], "id bigint, text string, reason string")
-    counts = check_outputs(6, spark.createDataFrame(good, schema), kept, rejected, index_ids=index_ids)
-    assert counts["matched_index"] == 1 and counts["near_duplicates"] == 2
     broken = spark.createDataFrame([*good[:-1], row], schema)
     kept_rows = (
         kept
         if not row[2]
         else spark.createDataFrame([(1, "t"), (4, "t"), (6, "t")], "id bigint, text string")
     )
-    with pytest.raises(InvariantError, match=message):
-        check_outputs(6, broken, kept_rows, rejected, index_ids=index_ids)
+    for on_driver in (False, True):
+        counts = check_outputs(
+            6, spark.createDataFrame(good, schema), kept, rejected, index_ids=index_ids, on_driver=on_driver
+        )
+        assert counts["matched_index"] == 1 and counts["near_duplicates"] == 2
+        with pytest.raises(InvariantError, match=message):
+            check_outputs(6, broken, kept_rows, rejected, index_ids=index_ids, on_driver=on_driver)
 
 
 def _policy_cmp(descending: bool) -> Any:

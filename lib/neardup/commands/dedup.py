@@ -743,6 +743,8 @@ def _check(
         inp.malformed_rows,
         r.cfg.guard_threshold,
         index_ids=index.docs.select(C.DOC_ID) if index is not None else None,
+        # clusters/ has a row per input row with an id.
+        on_driver=broadcastable(inp.rows),
     )
     statuses = {
         C.STATUS_UNIQUE: c["unique"],
