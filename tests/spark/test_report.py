@@ -114,11 +114,12 @@ def _doc(texts: dict[int, str | None], i: int, status: str, sim: float | None = 
 
 
 @pytest.mark.compat
+@pytest.mark.parametrize("on_driver", [False, True], ids=["spark", "driver"])
 @pytest.mark.parametrize("with_similarity", [False, True], ids=["no-guard", "guard-column"])
-def test_gathered_figures_match_plain_counts(spark: Any, with_similarity: bool) -> None:
+def test_gathered_figures_match_plain_counts(spark: Any, with_similarity: bool, on_driver: bool) -> None:
     data = _corpus(with_similarity)
     clusters, edges, source = _frames(spark, data, with_similarity, parts=3)
-    got = gather(clusters, edges, source, "doc", "body", sample_clusters=4, seed=42)
+    got = gather(clusters, edges, source, "doc", "body", sample_clusters=4, seed=42, on_driver=on_driver)
 
     names = ["id", "cluster_id", "kept", "status", "reason", "similarity"]
     rows = [dict(zip(names, (*c, None)[:6], strict=True)) for c in data["clusters"]]
@@ -155,12 +156,15 @@ def test_gathered_figures_match_plain_counts(spark: Any, with_similarity: bool) 
 def test_the_sample_depends_on_the_seed_only(spark: Any) -> None:
     data = _corpus(False)
 
-    def sample(parts: int, seed: int) -> Summary:
+    def sample(parts: int, seed: int, on_driver: bool = False) -> Summary:
         clusters, edges, source = _frames(spark, data, False, parts)
-        return gather(clusters, edges, source, "doc", "body", sample_clusters=5, seed=seed)
+        return gather(
+            clusters, edges, source, "doc", "body", sample_clusters=5, seed=seed, on_driver=on_driver
+        )
 
     one = sample(1, 42)
     assert sample(7, 42) == one  # whatever the partitioning
+    assert sample(3, 42, on_driver=True) == one  # whichever way it is counted
     other = sample(2, 43)
     assert {c.kept.id for c in other.samples} != {c.kept.id for c in one.samples}
     clusters, edges, source = _frames(spark, data, False)

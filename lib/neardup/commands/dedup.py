@@ -756,6 +756,9 @@ def _check(
     return {k: n for k, n in statuses.items() if n}, dict(c)
 
 
+_IN_CLUSTERS = (C.STATUS_KEPT, C.STATUS_EXACT, C.STATUS_NEAR)
+
+
 def _gather_report(
     r: RunContext, inp: ReadResult, edges: _Edges, staged: Staged, statuses: dict[str, int]
 ) -> tuple[Summary, Counts]:
@@ -768,6 +771,9 @@ def _gather_report(
         r.cfg.report.sample_clusters,
         r.cfg.report.seed,
         statuses,
+        on_driver=broadcastable(
+            sum(statuses.get(s, 0) for s in (C.STATUS_KEPT, C.STATUS_EXACT, C.STATUS_NEAR))
+        ),
     )
     return summary, {}
 
