@@ -33,7 +33,7 @@ from neardup.stages.membership import (
     clustered_on_driver,
     sizes_on_driver,
 )
-from neardup.stages.survivors import choose_survivors
+from neardup.stages.survivors import choose_survivors, survivor_ranking
 
 HASHED = f"{C.DOC_ID} bigint, {C.TEXT_HASH} bigint, {C.TEXT_HASH_LO} bigint, {C.LENGTH} int, {C.RANK} double"
 MEMBERS = f"{C.DOC_ID} bigint, {C.REP} bigint, {C.LENGTH} int, {C.RANK} double"
@@ -380,6 +380,7 @@ def _guard(
         pinned=spark.createDataFrame([(i,) for i in pinned], f"{C.DOC_ID} bigint") if pinned else None,
         nearest_below=nearest_below,
         on_driver=not distributed,
+        ranking=lambda ids: survivor_ranking(reps, ids, cfg, prefer_index=prefer),
     )
     assert out.columns == [C.DOC_ID, C.KEPT_ID, C.SIMILARITY]
     # The nearest step's scoring is the last call, not a round's.

@@ -88,7 +88,7 @@ from neardup.stages.sign import sign_documents, sign_params
 from neardup.stages.skew import Counted, split_threshold
 from neardup.stages.stars import RULE as STAR_ROUNDS_RULE
 from neardup.stages.stars import further_stars, relabel
-from neardup.stages.survivors import choose_survivors
+from neardup.stages.survivors import choose_survivors, survivor_ranking
 from neardup.stages.tune_sample import Sample, draw_sample
 from neardup.stages.verify import endpoint_texts, verify_pairs
 from neardup.stages.write import write_outputs
@@ -582,6 +582,7 @@ def _guard(
     cfg = r.cfg
     against = chosen.against
     small = broadcastable(2 * edges.rows)
+    small_index = against is None or broadcastable(against.n_nodes)
     started = time.time()
     stats = None
     prefer = against is not None
@@ -636,7 +637,9 @@ def _guard(
             small_pinned=against is not None and broadcastable(against.n_nodes),
             nearest_below=cfg.verify_threshold,
             first_bound=chosen.rows,
-            on_driver=broadcastable(chosen.rows),
+            # The clustered documents, the verified edges and the indexed ones collected.
+            on_driver=broadcastable(chosen.rows) and small and small_index,
+            ranking=lambda ids: survivor_ranking(chosen.nodes, ids, cfg, prefer),
         )
     # Kept before the sizes are summed from it: write reads it again. Summing fills it, so
     # the texts the rounds scored from are read no more (nor by any later stage:

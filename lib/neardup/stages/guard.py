@@ -28,6 +28,12 @@ With `dedup --against`, indexed documents are `pinned`: never removed. One that 
 cluster's survivor (a batch document bridged two indexed ones) fails whatever its score and
 is re-clustered like any failing document, where it becomes a survivor in its turn; so the
 rounds also run with the guard off (threshold None), for pinned documents alone.
+
+Where the clustered documents and the verified edges are few enough to collect (dedup's
+broadcast bound), the rounds and the nearest step run on the driver's arrays
+(`_guard_on_driver`, kernels/guard_rounds.py): the Spark work is four collects and the
+scoring of the pairs without a verified edge. Otherwise each round is a dozen jobs over
+frames, and the nearest step joins and aggregates.
 """
 
 from __future__ import annotations
@@ -36,12 +42,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup import columns as C
 from neardup.errors import InvariantError
+from neardup.kernels.guard_rounds import EdgeIndex, regroup
 from neardup.kernels.nearest_kept import choose_nearest, pairs_to_score
 from neardup.stages.components import checkpoint
 from neardup.stages.driver_frames import DRIVER_ID_TYPES, collect_arrays, frame_from_arrays, nan_as_null
@@ -92,6 +99,7 @@ def guard_clusters(
     nearest_below: float | None = None,
     first_bound: int | None = None,
     on_driver: bool = False,
+    ranking: Callable[[DataFrame], DataFrame] | None = None,
 ) -> tuple[DataFrame, GuardStats]:
     """clustered (_id, _kept_id): every representative in a cluster (kept ones included);
     edges (src, dst, similarity): the verified edges, src < dst
@@ -108,12 +116,16 @@ def guard_clusters(
     fails whatever its score. nearest_below: removed documents of split clusters below this
     against their kept one go to the nearest kept one of their cluster (None: no such step).
     first_bound: the rows of `clustered`, where known: the first round scores at most one
-    pair per removed document. on_driver: the caller knows `clustered` is small enough to
-    collect (the broadcast bound): the rounds' and the nearest step's bookkeeping run on the
-    driver (`_round_on_driver`, `_nearest_kept_on_driver`).
+    pair per removed document. on_driver: the caller knows `clustered`, the edges and the
+    pinned documents are small enough to collect (the broadcast bound), and `ranking`
+    (_id) -> the same ids, best first by the survivor policy (the order `choose` picks by):
+    the rounds and the nearest step then run on the driver (`_guard_on_driver`).
     """
     stats = GuardStats()
     edge_sims = edges.select(C.SRC, C.DST, C.SIMILARITY)
+    if on_driver and ranking is not None and isinstance(clustered.schema[C.DOC_ID].dataType, DRIVER_ID_TYPES):
+        args = (threshold, max_rounds, pinned, nearest_below, stats)
+        return _guard_on_driver(clustered, edge_sims, score, ranking, *args), stats
     settled: list[DataFrame] = []
     pending = clustered.select(C.DOC_ID, C.KEPT_ID)
     flags = None
@@ -126,23 +138,18 @@ def guard_clusters(
     is_kept = F.col(C.DOC_ID) == F.col(C.KEPT_ID)
     is_failing = ~is_kept & ~clears
     bound = first_bound  # the pairs a round scores: after the first, its failing documents
-    driver = on_driver and isinstance(clustered.schema[C.DOC_ID].dataType, DRIVER_ID_TYPES)
     while True:
         stats.rounds += 1
-        if driver:
-            sims, figures = _round_on_driver(pending, edge_sims, score, flags, threshold)
-            sims = keep(sims)
-        else:
-            sims = _similarity_to_kept(pending, edge_sims, score, bound)
-            sims = keep(sims.join(flags, C.DOC_ID, "left") if flags is not None else sims)
-            # One job for the round's figures; it also fills the kept frame the rest reads.
-            row = sims.agg(
-                F.count(F.when(F.col(_FRESH), 1)).alias("scored"),
-                F.count(F.when(is_failing, 1)).alias("n"),
-                F.countDistinct(F.when(is_failing, F.col(C.KEPT_ID))).alias("clusters"),
-            ).first()
-            assert row is not None
-            figures = {k: int(row[k]) for k in ("scored", "n", "clusters")}
+        sims = _similarity_to_kept(pending, edge_sims, score, bound)
+        sims = keep(sims.join(flags, C.DOC_ID, "left") if flags is not None else sims)
+        # One job for the round's figures; it also fills the kept frame the rest reads.
+        row = sims.agg(
+            F.count(F.when(F.col(_FRESH), 1)).alias("scored"),
+            F.count(F.when(is_failing, 1)).alias("n"),
+            F.countDistinct(F.when(is_failing, F.col(C.KEPT_ID))).alias("clusters"),
+        ).first()
+        assert row is not None
+        figures = {k: int(row[k]) for k in ("scored", "n", "clusters")}
         stats.scored_pairs += figures["scored"]
         if threshold is None and pinned is None:
             settled.append(sims.select(C.DOC_ID, C.KEPT_ID, C.SIMILARITY))
@@ -173,19 +180,13 @@ def guard_clusters(
     for part in settled[1:]:
         out = out.unionByName(part)
     if threshold is not None and nearest_below is not None and stats.clusters_split:
-        # Distributed, checkpointed before and after: the rounds' plans, unioned and joined
-        # again, took minutes to plan and ran the driver out of memory on the planted
-        # chains. On the driver, no checkpoint (1.7 s on the skew benchmark): the rounds'
-        # frames are of the driver's arrays (small plans), and the step collects them and
-        # returns a frame of its own arrays.
-        if driver:
-            out, stats.moved_to_nearest = _nearest_kept_on_driver(out, clustered, score, nearest_below)
-        else:
-            out = checkpoint(out)
-            out, stats.moved_to_nearest = _nearest_kept(
-                out, clustered, lambda pairs: score(pairs, None, None), keep, nearest_below
-            )
-            out = checkpoint(out)
+        # Checkpointed before and after: the rounds' plans, unioned and joined again, took
+        # minutes to plan and ran the driver out of memory on the planted chains.
+        out = checkpoint(out)
+        out, stats.moved_to_nearest = _nearest_kept(
+            out, clustered, lambda pairs: score(pairs, None, None), keep, nearest_below
+        )
+        out = checkpoint(out)
     return out, stats
 
 
@@ -194,130 +195,170 @@ def _pair_schema(id_type: T.DataType) -> T.StructType:
     return T.StructType([T.StructField(C.SRC, id_type, False), T.StructField(C.DST, id_type, False)])
 
 
-def _round_on_driver(
-    pending: DataFrame,
-    edge_sims: DataFrame,
+def _guard_on_driver(
+    clustered: DataFrame,
+    edges: DataFrame,
     score: Scorer,
-    flags: DataFrame | None,
+    ranking: Callable[[DataFrame], DataFrame],
     threshold: float | None,
-) -> tuple[DataFrame, dict[str, int]]:
-    """A round's `_similarity_to_kept`, with its pinned flags and figures, kept on the
-    driver: one job collects each document with its kept one and their verified edge's
-    similarity, the pairs without one are scored (counted here, so no job looks for large
-    stars), and the round's figures come from the arrays, not from a job. On the skew
-    benchmark's 1,000,000 documents the distributed round ran a dozen jobs, and a sampling
-    job for the notice's star of 128,000 pairs."""
-    spark = pending.sparkSession
-    id_type = pending.schema[C.DOC_ID].dataType
-    src, dst = F.least(C.DOC_ID, C.KEPT_ID), F.greatest(C.DOC_ID, C.KEPT_ID)
-    rows = pending.select(C.DOC_ID, C.KEPT_ID, src.alias(C.SRC), dst.alias(C.DST)).join(
-        edge_sims, [C.SRC, C.DST], "left"
+    max_rounds: int,
+    pinned: DataFrame | None,
+    nearest_below: float | None,
+    stats: GuardStats,
+) -> DataFrame:
+    """`guard_clusters`' rounds and nearest step on the driver's arrays
+    (kernels/guard_rounds.py): the clustered documents, the verified edges, the pinned ones
+    and the survivor policy's ranking of the clustered documents are collected once (four
+    jobs); then the only Spark work is the scoring of pairs without a verified edge, and
+    the result is a frame of the driver's arrays. The distributed rounds ran about thirty
+    jobs on 1,000,000 documents, each over a few thousand rows."""
+    spark = clustered.sparkSession
+    id_type = clustered.schema[C.DOC_ID].dataType
+    got = collect_arrays(clustered, [C.DOC_ID, C.KEPT_ID])
+    # Codes: indices into the sorted ids, so order (the smallest id) is kept.
+    ids = np.unique(np.concatenate([got[C.DOC_ID], got[C.KEPT_ID]]))
+    n = len(ids)
+    docs, origin = _codes(ids, got[C.DOC_ID]), _codes(ids, got[C.KEPT_ID])
+    nan = F.lit(float("nan"))
+    e = collect_arrays(
+        edges.select(C.SRC, C.DST, F.coalesce(C.SIMILARITY, nan).alias(C.SIMILARITY)),
+        [C.SRC, C.DST, C.SIMILARITY],
     )
-    if flags is not None:
-        rows = rows.join(flags, C.DOC_ID, "left")
-    pinned = F.coalesce(F.col(_PINNED), F.lit(False)) if flags is not None else F.lit(False)
-    # A kept document's own "edge" (src == dst) is never a verified one: NaN, as a missing one.
-    got = collect_arrays(
-        rows.select(
-            C.DOC_ID,
-            C.KEPT_ID,
-            F.coalesce(C.SIMILARITY, F.lit(float("nan"))).alias(C.SIMILARITY),
-            pinned.alias(_PINNED),
-        ),
-        [C.DOC_ID, C.KEPT_ID, C.SIMILARITY, _PINNED],
-    )
-    ids, kept, sims = got[C.DOC_ID], got[C.KEPT_ID], got[C.SIMILARITY].astype(np.float64)
-    is_pinned = got[_PINNED].astype(bool)
-    is_kept = ids == kept
-    fresh = ~is_kept & np.isnan(sims)
-    n = int(fresh.sum())
-    if n:
-        # From the kept document (as `_similarity_to_kept`): one row per removed document.
-        pairs = frame_from_arrays(spark, {C.SRC: kept[fresh], C.DST: ids[fresh]}, _pair_schema(id_type))
-        scored = collect_arrays(score(pairs, n, counted(kept[fresh])), [C.DST, C.SIMILARITY])
-        # Every pair comes back once (scored at threshold 0): each removed document's own.
-        back = scored[C.DST]
-        order = np.argsort(back, kind="stable")
-        place = np.searchsorted(back, ids[fresh], sorter=order)
-        at = order[np.minimum(place, len(order) - 1)] if len(order) else place
-        if len(back) != n or not np.array_equal(back[at], ids[fresh]):
-            raise InvariantError(f"guard: {n} pairs scored, but the scores came back for other pairs")
-        sims[fresh] = scored[C.SIMILARITY][at]
-    clears = np.ones(len(ids), bool) if threshold is None else sims >= threshold  # NaN: False
-    failing = ~is_kept & ~(clears & ~is_pinned)
-    figures = {"scored": n, "n": int(failing.sum()), "clusters": len(np.unique(kept[failing]))}
+    # Only edges between clustered documents matter (the distributed rounds join them so).
+    src, dst = _codes(ids, e[C.SRC]), _codes(ids, e[C.DST])
+    inside = (src >= 0) & (dst >= 0)
+    src, dst = src[inside], dst[inside]
+    index = EdgeIndex(src, dst, e[C.SIMILARITY][inside], n)
+    frame = frame_from_arrays(spark, {C.DOC_ID: ids}, T.StructType([T.StructField(C.DOC_ID, id_type, False)]))
+    order = _codes(ids, collect_arrays(ranking(frame), [C.DOC_ID])[C.DOC_ID])
+    if len(order) != n or (order < 0).any():
+        raise InvariantError(f"guard: {len(order)} documents ranked for {n} clustered ones")
+    rank = np.empty(n, np.int64)
+    rank[order] = np.arange(n)
+    is_pinned = np.zeros(n, bool)
+    if pinned is not None:
+        held = _codes(ids, collect_arrays(pinned, [C.DOC_ID])[C.DOC_ID])
+        is_pinned[held[held >= 0]] = True
+
+    settled: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    pending, kept = docs, origin
+    while True:
+        stats.rounds += 1
+        is_kept = pending == kept
+        sims = index.lookup(pending, kept)
+        sims[is_kept] = np.nan
+        fresh = ~is_kept & np.isnan(sims)
+        if fresh.any():
+            sims[fresh] = _score_each(spark, id_type, ids[kept[fresh]], ids[pending[fresh]], score)
+        stats.scored_pairs += int(fresh.sum())
+        if threshold is None and pinned is None:
+            settled.append((pending, kept, sims))
+            break
+        clears = (np.ones(len(sims), bool) if threshold is None else sims >= threshold) & ~is_pinned[pending]
+        failing = ~is_kept & ~clears
+        n_failing = int(failing.sum())
+        stats.failing_per_round.append(n_failing)
+        stay = is_kept | clears
+        settled.append((pending[stay], kept[stay], sims[stay]))
+        if n_failing == 0:
+            break
+        stats.clusters_split += len(np.unique(kept[failing]))
+        if stats.rounds == 1:
+            stats.documents_rehomed = n_failing
+        out = pending[failing]
+        if stats.rounds >= max_rounds:
+            stats.released = n_failing
+            settled.append((out, out, np.full(len(out), np.nan)))
+            break
+        pending, kept, alone = regroup(out, src, dst, rank)
+        settled.append((alone, alone, np.full(len(alone), np.nan)))
+    docs_out = np.concatenate([d for d, _, _ in settled])
+    kept_out = np.concatenate([k for _, k, _ in settled])
+    sims_out = np.concatenate([x for _, _, x in settled])
+    if threshold is not None and nearest_below is not None and stats.clusters_split:
+        origin_of = np.empty(n, np.int64)
+        origin_of[docs] = origin
+        kept_out, sims_out, stats.moved_to_nearest = _nearest_on_driver(
+            spark, id_type, ids, docs_out, kept_out, sims_out, origin_of[docs_out], score, nearest_below
+        )
+    # The similarity nullable: through pandas (Spark 3.5) a NaN arrives as a null.
     schema = T.StructType(
         [
             T.StructField(C.DOC_ID, id_type, False),
             T.StructField(C.KEPT_ID, id_type, False),
             T.StructField(C.SIMILARITY, T.DoubleType(), True),
-            T.StructField(_FRESH, T.BooleanType(), False),
-            T.StructField(_PINNED, T.BooleanType(), False),
         ]
     )
-    frame = frame_from_arrays(
-        spark, {C.DOC_ID: ids, C.KEPT_ID: kept, C.SIMILARITY: sims, _FRESH: fresh, _PINNED: is_pinned}, schema
+    result = frame_from_arrays(
+        spark, {C.DOC_ID: ids[docs_out], C.KEPT_ID: ids[kept_out], C.SIMILARITY: sims_out}, schema
     )
-    # As the distributed round has them: a kept document's similarity null, and the pinned
-    # flag null where not pinned.
-    out = frame.select(
-        C.DOC_ID,
-        C.KEPT_ID,
-        nan_as_null(C.SIMILARITY),
-        _FRESH,
-        *([F.when(F.col(_PINNED), F.lit(True)).alias(_PINNED)] if flags is not None else []),
-    )
-    return out, figures
+    # A kept document's similarity null again.
+    return result.select(C.DOC_ID, C.KEPT_ID, nan_as_null(C.SIMILARITY))
 
 
-def _nearest_kept_on_driver(
-    guarded: DataFrame,
-    clustered: DataFrame,
+def _codes(ids: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Each value's index in the sorted `ids`, -1 where it is not one of them."""
+    at = np.searchsorted(ids, values)
+    found = at < len(ids)
+    found[found] = ids[at[found]] == values[found]
+    return np.where(found, at, -1).astype(np.int64)
+
+
+def _score_each(
+    spark: SparkSession, id_type: T.DataType, src: np.ndarray, dst: np.ndarray, score: Scorer
+) -> np.ndarray:
+    """The scores of (src, dst) pairs, each dst once (a removed document against its kept
+    one), in the order given: one scoring, its srcs counted so no job looks for stars."""
+    pairs = frame_from_arrays(spark, {C.SRC: src, C.DST: dst}, _pair_schema(id_type))
+    scored = collect_arrays(score(pairs, len(src), counted(src)), [C.DST, C.SIMILARITY])
+    # Every pair comes back once (scored at threshold 0).
+    back = scored[C.DST]
+    order = np.argsort(back, kind="stable")
+    place = np.searchsorted(back, dst, sorter=order)
+    at = order[np.minimum(place, len(order) - 1)] if len(order) else place
+    if len(back) != len(dst) or not np.array_equal(back[at], dst):
+        raise InvariantError(f"guard: {len(dst)} pairs scored, but the scores came back for other pairs")
+    return np.asarray(scored[C.SIMILARITY][at], dtype=np.float64)
+
+
+def _nearest_on_driver(
+    spark: SparkSession,
+    id_type: T.DataType,
+    ids: np.ndarray,
+    docs: np.ndarray,
+    kept: np.ndarray,
+    sims: np.ndarray,
+    origin: np.ndarray,
     score: Scorer,
     below: float,
-) -> tuple[DataFrame, int]:
-    """`_nearest_kept` with its bookkeeping on the driver (kernels/nearest_kept.py): the
-    guarded rows collected with their origin (one job), the pairs scored by `score` (its
-    jobs), and the rows, the moved ones changed, returned as a frame of the driver's arrays.
-    On the skew benchmark's corpus the distributed step took about 11 s, a dozen jobs over
-    57,649 rows, for one document moved."""
-    spark = guarded.sparkSession
-    origin = clustered.select(C.DOC_ID, F.col(C.KEPT_ID).alias(_ORIGIN))
-    rows = guarded.join(origin, C.DOC_ID).select(
-        C.DOC_ID, C.KEPT_ID, F.coalesce(C.SIMILARITY, F.lit(float("nan"))).alias(C.SIMILARITY), _ORIGIN
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """`_nearest_kept` on the rounds' arrays (codes; kernels/nearest_kept.py): the pairs
+    scored by `score`, the moved rows changed -> (kept, similarity, how many moved). On the
+    skew benchmark's corpus the distributed step took about 11 s, a dozen jobs over 57,649
+    rows, for one document moved."""
+    owner, near = pairs_to_score(docs, kept, sims, origin, below, NEAREST_UP_TO)
+    if not len(owner):
+        return kept, sims, 0
+    pairs = frame_from_arrays(spark, {C.SRC: ids[near], C.DST: ids[docs[owner]]}, _pair_schema(id_type))
+    # Grouped by the kept document: a cluster split into a few, with thousands below the
+    # threshold, is a group of thousands of pairs, spread over tasks by their counts.
+    scored = collect_arrays(score(pairs, len(owner), counted(ids[near])), [C.SRC, C.DST, C.SIMILARITY])
+    low = np.unique(owner)
+    doc, new_kept, new_sim = choose_nearest(
+        docs[low],
+        kept[low],
+        sims[low],
+        _codes(ids, scored[C.DST]),
+        _codes(ids, scored[C.SRC]),
+        scored[C.SIMILARITY],
+        NEAREST_MARGIN,
     )
-    got = collect_arrays(rows, [C.DOC_ID, C.KEPT_ID, C.SIMILARITY, _ORIGIN])
-    ids, kept, sims = got[C.DOC_ID], got[C.KEPT_ID], got[C.SIMILARITY].astype(np.float64)
-    owner, near = pairs_to_score(ids, kept, sims, got[_ORIGIN], below, NEAREST_UP_TO)
-    id_type = guarded.schema[C.DOC_ID].dataType
-    moved = 0
-    if len(owner):
-        pairs = frame_from_arrays(spark, {C.SRC: near, C.DST: ids[owner]}, _pair_schema(id_type))
-        # Grouped by the kept document: a cluster split into a few, with thousands below the
-        # threshold, is a group of thousands of pairs, spread over tasks by their counts.
-        scored = collect_arrays(score(pairs, len(owner), counted(near)), [C.SRC, C.DST, C.SIMILARITY])
-        low = np.unique(owner)
-        doc, new_kept, new_sim = choose_nearest(
-            ids[low], kept[low], sims[low], scored[C.DST], scored[C.SRC], scored[C.SIMILARITY], NEAREST_MARGIN
-        )
-        # Each moved document's row, found among the rows (ids are unique).
-        order = np.argsort(ids, kind="stable")
-        at = order[np.searchsorted(ids, doc, sorter=order)]
-        kept, sims = kept.copy(), sims.copy()
-        kept[at], sims[at] = new_kept, new_sim
-        moved = len(doc)
-    # The whole result from the arrays: a frame of driver data, its plan one node. The
-    # similarity nullable: through pandas (Spark 3.5) a NaN arrives as a null.
-    schema = T.StructType(
-        [
-            T.StructField(C.DOC_ID, id_type, False),
-            T.StructField(C.KEPT_ID, id_type, False),
-            T.StructField(C.SIMILARITY, T.DoubleType(), True),
-        ]
-    )
-    frame = frame_from_arrays(spark, {C.DOC_ID: ids, C.KEPT_ID: kept, C.SIMILARITY: sims}, schema)
-    # A kept document's similarity null again.
-    return frame.select(C.DOC_ID, C.KEPT_ID, nan_as_null(C.SIMILARITY)), moved
+    # Each moved document's row, found among the rows (documents are unique).
+    order = np.argsort(docs, kind="stable")
+    at = order[np.searchsorted(docs, doc, sorter=order)]
+    kept, sims = kept.copy(), sims.copy()
+    kept[at], sims[at] = new_kept, new_sim
+    return kept, sims, len(doc)
 
 
 def _nearest_kept(
