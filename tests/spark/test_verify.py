@@ -5,9 +5,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 
 from neardup import config
+from neardup.stages import driver_scoring
 from neardup.stages.sign import sign_params
 from neardup.stages.verify import verify_pairs
 from neardup_testkit.reference import jaccard, shingles
@@ -82,3 +84,53 @@ def test_exact_verification_scores_every_candidate(
     assert set(got) == {p for p, j in want.items() if j >= t}
     for p, j in got.items():
         assert j == pytest.approx(want[p], abs=1e-12)
+
+
+@pytest.mark.parametrize(("seed", "centre", "batch_bytes"), [(5, 0, 1 << 20), (7, -1, 500), (11, 0, 1)])
+def test_driver_scoring_scores_as_verification_does(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, seed: int, centre: int, batch_bytes: int
+) -> None:
+    """Texts collected once, pairs scored on the driver: the pairs and similarities of the
+    brute-force reference, equal to the bit to verify_pairs' (batches of a few rows, so
+    groups run over batches; centres with larger ids, as the guard's pairs)."""
+    rng = random.Random(seed)
+    texts = _corpus(rng)
+    candidates = _stars(rng, sorted(texts), centre)
+    cfg = config.load()
+    t = cfg.verify_threshold
+    sets = {i: shingles(s) for i, s in texts.items()}
+    want = {(a, b): jaccard(sets[a], sets[b]) for a, b in candidates}
+    docs = spark.createDataFrame(list(texts.items()), "_id string, _text string").repartition(3)
+    ids = np.array(sorted({x for pair in candidates for x in pair}), dtype=object)
+    monkeypatch.setattr(driver_scoring, "BATCH_BYTES", batch_bytes)
+    scorer = driver_scoring.DriverScorer.collect(docs, ids, sign_params(cfg))
+    assert scorer is not None
+    src = np.array([a for a, _ in candidates], dtype=object)
+    dst = np.array([b for _, b in candidates], dtype=object)
+    got = scorer.score(src, dst, t)
+    assert got is not None
+    pairs = dict(
+        zip(
+            zip(got["src"].tolist(), got["dst"].tolist(), strict=True),
+            got["similarity"].tolist(),
+            strict=True,
+        )
+    )
+    assert set(pairs) == {p for p, j in want.items() if j >= t}
+    for p, j in pairs.items():
+        assert j == pytest.approx(want[p], abs=1e-12)
+    cand = spark.createDataFrame(candidates, "src string, dst string")
+    spark_rows = verify_pairs(cand, docs, docs, sign_params(cfg), "exact", t).collect()
+    assert pairs == {(r["src"], r["dst"]): r["similarity"] for r in spark_rows}
+
+    # The characters counted from (_id, _len), as dedup passes the signed rows.
+    lengths = spark.createDataFrame([(i, len(x)) for i, x in texts.items()], "_id string, _len int")
+    by_lengths = driver_scoring.prefetcher(docs, sign_params(cfg), t, lengths)(ids, None)
+    assert by_lengths is not None and by_lengths(src, dst) is not None
+    # Past SCORE_BYTES the caller scores in Spark.
+    monkeypatch.setattr(driver_scoring, "SCORE_BYTES", 10)
+    assert scorer.score(src, dst, t) is None
+    monkeypatch.setattr(driver_scoring, "TEXT_BUDGET", 100)
+    assert driver_scoring.DriverScorer.collect(docs, ids, sign_params(cfg)) is None
+    # Characters that decide the budget spare the sum; 100 characters are at most 400 bytes.
+    assert driver_scoring.DriverScorer.collect(docs, ids, sign_params(cfg), chars=101) is None

@@ -73,6 +73,7 @@ from neardup.stages.candidates import STAR_EDGES, Candidates, band_rows, candida
 from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
 from neardup.stages.driver_frames import DRIVER_ID_TYPES
+from neardup.stages.driver_scoring import Prefetch, prefetcher
 from neardup.stages.exact import exact_groups, group_exact
 from neardup.stages.guard import guard_clusters
 from neardup.stages.membership import (
@@ -503,6 +504,7 @@ def _stars(
             keep=r.keep,
             # A member row per star edge and centre: at most two per star edge.
             on_driver=broadcastable(2 * candidates.stars),
+            prefetch=_prefetch(r, scoring, edges.texts, r.cfg.verify_threshold),
         )
         figures.update(star_rounds=found.rounds, star_pairs=found.pairs, stars_split=found.split)
         return found.edges
@@ -515,6 +517,16 @@ def _stars(
     labels = r.keep(relabel(components, more, lambda graph: _labels(r, graph, n)[0]))
     union = edges.frame.unionByName(more)
     return (_Edges(union, edges.rows + n, edges.texts), labels), figures
+
+
+def _prefetch(r: RunContext, scoring: _Scoring, texts: DataFrame | None, threshold: float) -> Prefetch | None:
+    """For exact verification: ids -> their texts collected on the driver, to score their
+    pairs there at `threshold` (stages/driver_scoring.py), from the texts `_verified` and the
+    guard score from; their characters from the signed rows."""
+    if r.cfg.verify.method != "exact":
+        return None
+    docs = texts if texts is not None else scoring.sources()[0]
+    return prefetcher(docs, scoring.inp.params, threshold, scoring.signed.frame)
 
 
 @dataclass(frozen=True)
@@ -640,6 +652,8 @@ def _guard(
             # The clustered documents, the verified edges and the indexed ones collected.
             on_driver=broadcastable(chosen.rows) and small and small_index,
             ranking=lambda ids: survivor_ranking(chosen.nodes, ids, cfg, prefer),
+            # Every pair, whatever its score, as `score` has them.
+            prefetch=_prefetch(r, scoring, edges.texts, 0.0),
         )
     # Kept before the sizes are summed from it: write reads it again. Summing fills it, so
     # the texts the rounds scored from are read no more (nor by any later stage:

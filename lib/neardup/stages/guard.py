@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -52,10 +52,13 @@ from neardup.kernels.guard_rounds import EdgeIndex, regroup
 from neardup.kernels.nearest_kept import choose_nearest, pairs_to_score
 from neardup.stages.components import checkpoint
 from neardup.stages.driver_frames import DRIVER_ID_TYPES, collect_arrays, frame_from_arrays, nan_as_null
+from neardup.stages.driver_scoring import Prefetch
 from neardup.stages.skew import Counted, counted
 
 # Scores (src, dst) pairs: given a bound on their number, and their srcs counted, where known.
 Scorer = Callable[[DataFrame, int | None, Counted | None], DataFrame]
+# The driver's rounds' scoring: (src, dst) ids -> {src, dst, similarity} of every pair.
+_Scored = Callable[[np.ndarray, np.ndarray], dict[str, np.ndarray]]
 _SCORED = "_scored"
 _PINNED = "_pinned"
 _FRESH = "_fresh"
@@ -100,6 +103,7 @@ def guard_clusters(
     first_bound: int | None = None,
     on_driver: bool = False,
     ranking: Callable[[DataFrame], DataFrame] | None = None,
+    prefetch: Prefetch | None = None,
 ) -> tuple[DataFrame, GuardStats]:
     """clustered (_id, _kept_id): every representative in a cluster (kept ones included);
     edges (src, dst, similarity): the verified edges, src < dst
@@ -118,13 +122,15 @@ def guard_clusters(
     first_bound: the rows of `clustered`, where known: the first round scores at most one
     pair per removed document. on_driver: the caller knows `clustered`, the edges and the
     pinned documents are small enough to collect (the broadcast bound), and `ranking`
-    (_id) -> the same ids, best first by the survivor policy (the order `choose` picks by):
-    the rounds and the nearest step then run on the driver (`_guard_on_driver`).
+    (_id) -> (_id, _len) the same ids, best first by the survivor policy (the order
+    `choose` picks by): the rounds and the nearest step then run on the driver
+    (`_guard_on_driver`); with `prefetch` (stages/driver_scoring.py, at threshold 0) their
+    scoring too, where the clustered documents' texts fit its budget.
     """
     stats = GuardStats()
     edge_sims = edges.select(C.SRC, C.DST, C.SIMILARITY)
     if on_driver and ranking is not None and isinstance(clustered.schema[C.DOC_ID].dataType, DRIVER_ID_TYPES):
-        args = (threshold, max_rounds, pinned, nearest_below, stats)
+        args = (threshold, max_rounds, pinned, nearest_below, stats, prefetch)
         return _guard_on_driver(clustered, edge_sims, score, ranking, *args), stats
     settled: list[DataFrame] = []
     pending = clustered.select(C.DOC_ID, C.KEPT_ID)
@@ -205,6 +211,7 @@ def _guard_on_driver(
     pinned: DataFrame | None,
     nearest_below: float | None,
     stats: GuardStats,
+    prefetch: Prefetch | None = None,
 ) -> DataFrame:
     """`guard_clusters`' rounds and nearest step on the driver's arrays
     (kernels/guard_rounds.py): the clustered documents, the verified edges, the pinned ones
@@ -230,9 +237,27 @@ def _guard_on_driver(
     src, dst = src[inside], dst[inside]
     index = EdgeIndex(src, dst, e[C.SIMILARITY][inside], n)
     frame = frame_from_arrays(spark, {C.DOC_ID: ids}, T.StructType([T.StructField(C.DOC_ID, id_type, False)]))
-    order = _codes(ids, collect_arrays(ranking(frame), [C.DOC_ID])[C.DOC_ID])
+    ranked = collect_arrays(
+        ranking(frame).select(C.DOC_ID, F.coalesce(C.LENGTH, F.lit(-1)).alias(C.LENGTH)), [C.DOC_ID, C.LENGTH]
+    )
+    order = _codes(ids, ranked[C.DOC_ID])
     if len(order) != n or (order < 0).any():
         raise InvariantError(f"guard: {len(order)} documents ranked for {n} clustered ones")
+    local = None
+    if prefetch is not None:
+        # Every pair the guard scores is of clustered documents: their texts, if they fit.
+        lengths = ranked[C.LENGTH].astype(np.int64)
+        local = prefetch(ids, int(lengths.sum()) if (lengths >= 0).all() else None)
+
+    def scored(src_ids: np.ndarray, dst_ids: np.ndarray) -> dict[str, np.ndarray]:
+        """Every pair's score (threshold 0): on the driver from the collected texts, else
+        one scoring by `score`, its srcs counted so no job looks for large stars."""
+        here = local(src_ids, dst_ids) if local is not None else None
+        if here is not None:
+            return here
+        pairs = frame_from_arrays(spark, {C.SRC: src_ids, C.DST: dst_ids}, _pair_schema(id_type))
+        return collect_arrays(score(pairs, len(src_ids), counted(src_ids)), [C.SRC, C.DST, C.SIMILARITY])
+
     rank = np.empty(n, np.int64)
     rank[order] = np.arange(n)
     is_pinned = np.zeros(n, bool)
@@ -249,7 +274,7 @@ def _guard_on_driver(
         sims[is_kept] = np.nan
         fresh = ~is_kept & np.isnan(sims)
         if fresh.any():
-            sims[fresh] = _score_each(spark, id_type, ids[kept[fresh]], ids[pending[fresh]], score)
+            sims[fresh] = _score_each(ids[kept[fresh]], ids[pending[fresh]], scored)
         stats.scored_pairs += int(fresh.sum())
         if threshold is None and pinned is None:
             settled.append((pending, kept, sims))
@@ -279,7 +304,7 @@ def _guard_on_driver(
         origin_of = np.empty(n, np.int64)
         origin_of[docs] = origin
         kept_out, sims_out, stats.moved_to_nearest = _nearest_on_driver(
-            spark, id_type, ids, docs_out, kept_out, sims_out, origin_of[docs_out], score, nearest_below
+            ids, docs_out, kept_out, sims_out, origin_of[docs_out], scored, nearest_below
         )
     # The similarity nullable: through pandas (Spark 3.5) a NaN arrives as a null.
     schema = T.StructType(
@@ -304,32 +329,27 @@ def _codes(ids: np.ndarray, values: np.ndarray) -> np.ndarray:
     return np.where(found, at, -1).astype(np.int64)
 
 
-def _score_each(
-    spark: SparkSession, id_type: T.DataType, src: np.ndarray, dst: np.ndarray, score: Scorer
-) -> np.ndarray:
+def _score_each(src: np.ndarray, dst: np.ndarray, scored: _Scored) -> np.ndarray:
     """The scores of (src, dst) pairs, each dst once (a removed document against its kept
-    one), in the order given: one scoring, its srcs counted so no job looks for stars."""
-    pairs = frame_from_arrays(spark, {C.SRC: src, C.DST: dst}, _pair_schema(id_type))
-    scored = collect_arrays(score(pairs, len(src), counted(src)), [C.DST, C.SIMILARITY])
+    one), in the order given."""
+    got = scored(src, dst)
     # Every pair comes back once (scored at threshold 0).
-    back = scored[C.DST]
+    back = got[C.DST]
     order = np.argsort(back, kind="stable")
     place = np.searchsorted(back, dst, sorter=order)
     at = order[np.minimum(place, len(order) - 1)] if len(order) else place
     if len(back) != len(dst) or not np.array_equal(back[at], dst):
         raise InvariantError(f"guard: {len(dst)} pairs scored, but the scores came back for other pairs")
-    return np.asarray(scored[C.SIMILARITY][at], dtype=np.float64)
+    return np.asarray(got[C.SIMILARITY][at], dtype=np.float64)
 
 
 def _nearest_on_driver(
-    spark: SparkSession,
-    id_type: T.DataType,
     ids: np.ndarray,
     docs: np.ndarray,
     kept: np.ndarray,
     sims: np.ndarray,
     origin: np.ndarray,
-    score: Scorer,
+    scored: _Scored,
     below: float,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """`_nearest_kept` on the rounds' arrays (codes; kernels/nearest_kept.py): the pairs
@@ -339,18 +359,17 @@ def _nearest_on_driver(
     owner, near = pairs_to_score(docs, kept, sims, origin, below, NEAREST_UP_TO)
     if not len(owner):
         return kept, sims, 0
-    pairs = frame_from_arrays(spark, {C.SRC: ids[near], C.DST: ids[docs[owner]]}, _pair_schema(id_type))
     # Grouped by the kept document: a cluster split into a few, with thousands below the
     # threshold, is a group of thousands of pairs, spread over tasks by their counts.
-    scored = collect_arrays(score(pairs, len(owner), counted(ids[near])), [C.SRC, C.DST, C.SIMILARITY])
+    got = scored(ids[near], ids[docs[owner]])
     low = np.unique(owner)
     doc, new_kept, new_sim = choose_nearest(
         docs[low],
         kept[low],
         sims[low],
-        _codes(ids, scored[C.DST]),
-        _codes(ids, scored[C.SRC]),
-        scored[C.SIMILARITY],
+        _codes(ids, got[C.DST]),
+        _codes(ids, got[C.SRC]),
+        got[C.SIMILARITY],
         NEAREST_MARGIN,
     )
     # Each moved document's row, found among the rows (documents are unique).

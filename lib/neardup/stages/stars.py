@@ -61,6 +61,7 @@ from neardup import columns as C
 from neardup.kernels.star_rounds import FRACTION, StarGroups, next_round, rest, split_groups
 from neardup.stages.components import checkpoint
 from neardup.stages.driver_frames import DRIVER_ID_TYPES, collect_arrays, frame_from_arrays
+from neardup.stages.driver_scoring import Prefetch
 from neardup.stages.skew import Counted, counted
 
 log = logging.getLogger("neardup")
@@ -176,6 +177,7 @@ def further_stars(
     all_up_to: int,
     keep: Callable[[DataFrame], DataFrame],
     on_driver: bool = False,
+    prefetch: Prefetch | None = None,
 ) -> StarRounds:
     """Star edges (src, dst) and the components (_id, _component) of the verified graph ->
     the further verified edges that make the split groups whole, within `max_rounds`.
@@ -184,14 +186,16 @@ def further_stars(
     counted where the driver has them (a further centre with a smaller id than its members
     is a group of thousands of pairs, to spread over tasks); `components`
     labels a small graph of at most n edges; `keep` persists a frame read more than once.
-    `on_driver`: the caller knows the star edges are few enough to collect.
+    `on_driver`: the caller knows the star edges are few enough to collect; `prefetch`
+    (the members' ids -> their texts on the driver, or None where they exceed its budget):
+    the rounds then score on the driver, with no Spark job.
 
     On the driver: one job collects the members and their components, and each round is
     one job (its pairs verified and collected). Distributed, each round: one job finds the
     split groups and their further centres, one counts the pairs, then verification and
     the relabelling; one more job counts the groups still split after the last."""
     if on_driver and isinstance(stars.schema[C.SRC].dataType, DRIVER_ID_TYPES):
-        return _driver_rounds(stars, labels, verify, max_rounds, all_up_to)
+        return _driver_rounds(stars, labels, verify, max_rounds, all_up_to, prefetch)
     members = keep(star_members(stars))
     centres = members.filter(F.col(C.GROUP) == F.col(C.DOC_ID)).select(
         C.GROUP, F.col(C.DOC_ID).alias(_CENTRE)
@@ -254,8 +258,10 @@ def _driver_rounds(
     verify: Callable[[DataFrame, int, Counted | None], DataFrame],
     max_rounds: int,
     all_up_to: int,
+    prefetch: Prefetch | None = None,
 ) -> StarRounds:
-    """`further_stars` with the rounds' bookkeeping on the driver."""
+    """`further_stars` with the rounds' bookkeeping on the driver, and with `prefetch` their
+    scoring too where the members' texts fit its budget."""
     spark = stars.sparkSession
     id_type = stars.schema[C.SRC].dataType
     # The rounds' hashes, as the distributed rounds compute them (`_further_centres`).
@@ -283,6 +289,7 @@ def _driver_rounds(
         codes[:n].astype(np.int64), codes[n:].astype(np.int64), label_codes.astype(np.int64), by_round
     )
     centre_rows = groups.first_centres()
+    local = prefetch(ids, None) if prefetch is not None else None
     pair_schema = T.StructType([T.StructField(C.SRC, id_type, False), T.StructField(C.DST, id_type, False)])
     src: list[np.ndarray] = []
     dst: list[np.ndarray] = []
@@ -300,8 +307,11 @@ def _driver_rounds(
             a, b = (star.src, star.dst) if step == 0 else rest(groups, star)
             if step and len(a) == 0:
                 break
-            frame = frame_from_arrays(spark, {C.SRC: ids[a], C.DST: ids[b]}, pair_schema)
-            verified = collect_arrays(verify(frame, len(a), counted(ids[a])), [C.SRC, C.DST, C.SIMILARITY])
+            verified = local(ids[a], ids[b]) if local is not None else None
+            if verified is None:
+                frame = frame_from_arrays(spark, {C.SRC: ids[a], C.DST: ids[b]}, pair_schema)
+                got = verify(frame, len(a), counted(ids[a]))
+                verified = collect_arrays(got, [C.SRC, C.DST, C.SIMILARITY])
             pairs += len(a)
             ends = np.searchsorted(ids, verified[C.SRC]), np.searchsorted(ids, verified[C.DST])
             groups.union(groups.label_of(ends[0]), groups.label_of(ends[1]))
