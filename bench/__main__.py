@@ -14,11 +14,12 @@ ground truth.
     python -m bench scale [--docs 100000,1000000,10000000]  # Spark's metrics per stage; a billion
     python -m bench decontaminate [--e2e-docs 100000]  # decontamination's kernel and command
     python -m bench components [--edges 1000000,10000000]  # components' backends, local and standalone
+    python -m bench ceiling [--docs 200000,1000000]  # peak memory per tool, the largest corpus it fits
 
 Runs bench/e2e.py (bench/sign_kernels.py with `kernels`, bench/memory.py with `memory`, bench/realtext.py
 with `realtext`, bench/index.py with `index`, bench/small.py with `small`, bench/skew.py with `skew`,
 bench/scale.py with `scale`, bench/decontaminate.py with `decontaminate`, bench/components.py with
-`components`)
+`components`, bench/ceiling.py with `ceiling`)
 from a source checkout (the repository's root as the working directory); see
 bench/README.md for what each tool runs and how it is measured.
 """
@@ -40,6 +41,7 @@ SCRIPTS = {
     "scale": "scale.py",
     "decontaminate": "decontaminate.py",
     "components": "components.py",
+    "ceiling": "ceiling.py",
 }
 
 if __name__ == "__main__":
