@@ -127,6 +127,11 @@ def test_driver_scoring_scores_as_verification_does(
     lengths = spark.createDataFrame([(i, len(x)) for i, x in texts.items()], "_id string, _len int")
     by_lengths = driver_scoring.prefetcher(docs, sign_params(cfg), t, lengths)(ids, None)
     assert by_lengths is not None and by_lengths(src, dst) is not None
+    # A document whose text is not found: Spark's scoring decides, as it would.
+    assert (
+        driver_scoring.DriverScorer.collect(docs, np.array([*ids, "zz-none"], dtype=object), sign_params(cfg))
+        is None
+    )
     # Past SCORE_BYTES the caller scores in Spark.
     monkeypatch.setattr(driver_scoring, "SCORE_BYTES", 10)
     assert scorer.score(src, dst, t) is None

@@ -1,12 +1,14 @@
 """Scoring pairs on the driver from texts collected once.
 
 A stage that scores pairs round after round among a known set of documents (the further
-stars' members) pays two or three Spark jobs a round for exact verification: the texts
-routed to their groups, then scored. Where those documents' texts fit a budget in bytes,
-`DriverScorer.collect` brings them to the driver in two jobs (their size, then the texts),
-and every later round scores on the driver with the same kernel and the same grouping as
+stars' members, the guard's clustered documents) pays two or three Spark jobs a round for
+exact verification: the texts routed to their groups, then scored. Where those documents'
+texts fit a budget in bytes, `DriverScorer.collect` brings them to the driver in one job
+(two where their characters do not settle the budget: their bytes are summed first), and
+every later round scores on the driver with the same kernel and the same grouping as
 stages/verify.py (a group per source, its row first, then its destinations by id), so the
-similarities are the same to the bit. Larger sets keep Spark's scoring.
+similarities are the same to the bit. Larger sets, and a document whose text is not found,
+keep Spark's scoring.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ BATCH_BYTES = 16 << 20
 # The rows of one scoring on the driver, in bytes: past this, two cores in Spark are faster
 # than the driver's one thread, whatever the jobs cost (the caller scores in Spark).
 SCORE_BYTES = 64 << 20
+# More documents than this are not tried (no job counts their characters): at 1 KB a
+# document they would fill TEXT_BUDGET.
+MAX_DOCS = TEXT_BUDGET >> 10
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,8 @@ class DriverScorer:
                 return None
         text = F.coalesce(F.col(C.TEXT), F.lit("")).alias(C.TEXT)
         got = collect_arrays(mine.select(C.DOC_ID, text), [C.DOC_ID, C.TEXT])
+        if len(got[C.DOC_ID]) != len(ids):
+            return None  # a text missing (or twice): Spark's scoring decides as it would
         order = np.argsort(got[C.DOC_ID], kind="stable")
         return cls(got[C.DOC_ID][order], pa.array(got[C.TEXT][order], pa.large_string()), params)
 
@@ -139,6 +146,8 @@ def prefetcher(
     caller does not (a scan of two narrow columns, not of the texts)."""
 
     def prefetch(ids: np.ndarray, chars: int | None = None) -> PairScorer | None:
+        if len(ids) > MAX_DOCS:
+            return None
         if chars is None and lengths is not None:
             chars = _chars(lengths, ids)
         scorer = DriverScorer.collect(docs, ids, params, chars)

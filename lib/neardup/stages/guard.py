@@ -31,9 +31,9 @@ rounds also run with the guard off (threshold None), for pinned documents alone.
 
 Where the clustered documents and the verified edges are few enough to collect (dedup's
 broadcast bound), the rounds and the nearest step run on the driver's arrays
-(`_guard_on_driver`, kernels/guard_rounds.py): the Spark work is four collects and the
-scoring of the pairs without a verified edge. Otherwise each round is a dozen jobs over
-frames, and the nearest step joins and aggregates.
+(`_guard_on_driver`, kernels/guard_rounds.py): the Spark work is three collects, one sort
+where documents fail, and the scoring of the pairs without a verified edge. Otherwise each
+round is a dozen jobs over frames, and the nearest step joins and aggregates.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -122,8 +122,8 @@ def guard_clusters(
     first_bound: the rows of `clustered`, where known: the first round scores at most one
     pair per removed document. on_driver: the caller knows `clustered`, the edges and the
     pinned documents are small enough to collect (the broadcast bound), and `ranking`
-    (_id) -> (_id, _len) the same ids, best first by the survivor policy (the order
-    `choose` picks by): the rounds and the nearest step then run on the driver
+    (_id) -> (_id) the same ids, best first by the survivor policy (the order `choose`
+    picks by): the rounds and the nearest step then run on the driver
     (`_guard_on_driver`); with `prefetch` (stages/driver_scoring.py, at threshold 0) their
     scoring too, where the clustered documents' texts fit its budget.
     """
@@ -214,11 +214,12 @@ def _guard_on_driver(
     prefetch: Prefetch | None = None,
 ) -> DataFrame:
     """`guard_clusters`' rounds and nearest step on the driver's arrays
-    (kernels/guard_rounds.py): the clustered documents, the verified edges, the pinned ones
-    and the survivor policy's ranking of the clustered documents are collected once (four
-    jobs); then the only Spark work is the scoring of pairs without a verified edge, and
-    the result is a frame of the driver's arrays. The distributed rounds ran about thirty
-    jobs on 1,000,000 documents, each over a few thousand rows."""
+    (kernels/guard_rounds.py): the clustered documents, the verified edges and the pinned
+    ones are collected once, and the survivor policy's ranking of the first round's failing
+    documents where there are any (one sort); then the only Spark work is the scoring of
+    pairs without a verified edge, and the result is a frame of the driver's arrays. The
+    distributed rounds ran about thirty jobs on 1,000,000 documents, each over a few
+    thousand rows."""
     spark = clustered.sparkSession
     id_type = clustered.schema[C.DOC_ID].dataType
     got = collect_arrays(clustered, [C.DOC_ID, C.KEPT_ID])
@@ -236,18 +237,8 @@ def _guard_on_driver(
     inside = (src >= 0) & (dst >= 0)
     src, dst = src[inside], dst[inside]
     index = EdgeIndex(src, dst, e[C.SIMILARITY][inside], n)
-    frame = frame_from_arrays(spark, {C.DOC_ID: ids}, T.StructType([T.StructField(C.DOC_ID, id_type, False)]))
-    ranked = collect_arrays(
-        ranking(frame).select(C.DOC_ID, F.coalesce(C.LENGTH, F.lit(-1)).alias(C.LENGTH)), [C.DOC_ID, C.LENGTH]
-    )
-    order = _codes(ids, ranked[C.DOC_ID])
-    if len(order) != n or (order < 0).any():
-        raise InvariantError(f"guard: {len(order)} documents ranked for {n} clustered ones")
-    local = None
-    if prefetch is not None:
-        # Every pair the guard scores is of clustered documents: their texts, if they fit.
-        lengths = ranked[C.LENGTH].astype(np.int64)
-        local = prefetch(ids, int(lengths.sum()) if (lengths >= 0).all() else None)
+    # Every pair the guard scores is of clustered documents: their texts, if they fit.
+    local = prefetch(ids, None) if prefetch is not None else None
 
     def scored(src_ids: np.ndarray, dst_ids: np.ndarray) -> dict[str, np.ndarray]:
         """Every pair's score (threshold 0): on the driver from the collected texts, else
@@ -258,8 +249,9 @@ def _guard_on_driver(
         pairs = frame_from_arrays(spark, {C.SRC: src_ids, C.DST: dst_ids}, _pair_schema(id_type))
         return collect_arrays(score(pairs, len(src_ids), counted(src_ids)), [C.SRC, C.DST, C.SIMILARITY])
 
-    rank = np.empty(n, np.int64)
-    rank[order] = np.arange(n)
+    # The survivor policy's ranks, of the first round's failing documents only: every later
+    # round's are among them, and a subset of a total order orders as the whole does.
+    rank = np.full(n, -1, np.int64)
     is_pinned = np.zeros(n, bool)
     if pinned is not None:
         held = _codes(ids, collect_arrays(pinned, [C.DOC_ID])[C.DOC_ID])
@@ -295,6 +287,8 @@ def _guard_on_driver(
             stats.released = n_failing
             settled.append((out, out, np.full(len(out), np.nan)))
             break
+        if stats.rounds == 1:
+            _rank_of(spark, out, ids, id_type, ranking, rank)
         pending, kept, alone = regroup(out, src, dst, rank)
         settled.append((alone, alone, np.full(len(alone), np.nan)))
     docs_out = np.concatenate([d for d, _, _ in settled])
@@ -319,6 +313,23 @@ def _guard_on_driver(
     )
     # A kept document's similarity null again.
     return result.select(C.DOC_ID, C.KEPT_ID, nan_as_null(C.SIMILARITY))
+
+
+def _rank_of(
+    spark: SparkSession,
+    docs: np.ndarray,
+    ids: np.ndarray,
+    id_type: T.DataType,
+    ranking: Callable[[DataFrame], DataFrame],
+    rank: np.ndarray,
+) -> None:
+    """rank[docs] = their places in the survivor policy's order (one sort, `ranking`)."""
+    schema = T.StructType([T.StructField(C.DOC_ID, id_type, False)])
+    frame = frame_from_arrays(spark, {C.DOC_ID: ids[docs]}, schema)
+    order = _codes(ids, collect_arrays(ranking(frame), [C.DOC_ID])[C.DOC_ID])
+    if len(order) != len(docs) or (order < 0).any():
+        raise InvariantError(f"guard: {len(order)} documents ranked for {len(docs)} failing ones")
+    rank[order] = np.arange(len(order))
 
 
 def _codes(ids: np.ndarray, values: np.ndarray) -> np.ndarray:

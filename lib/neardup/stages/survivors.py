@@ -57,9 +57,9 @@ def choose_survivors(
 
 
 def survivor_ranking(reps: DataFrame, ids: DataFrame, cfg: Config, prefer_index: bool = False) -> DataFrame:
-    """ids (_id): representatives, few enough to broadcast -> (_id, _len) the same, best
-    first by the survivor policy (`survivor_columns`, the order of `choose_survivors`'
-    struct): the best of any group of them is the one ranked first. One sort, for the
-    guard's rounds on the driver (which also sum the lengths: null for indexed documents)."""
+    """ids (_id): representatives, few enough to broadcast -> (_id) the same, best first by
+    the survivor policy (`survivor_columns`, the order of `choose_survivors`' struct): the
+    best of any group of them is the one ranked first. One sort, for the guard's rounds on
+    the driver."""
     nodes = reps.join(F.broadcast(ids.select(C.DOC_ID)), C.DOC_ID)
-    return nodes.orderBy(*survivor_columns(cfg, prefer_index)).select(C.DOC_ID, C.LENGTH)
+    return nodes.orderBy(*survivor_columns(cfg, prefer_index)).select(C.DOC_ID)
