@@ -18,6 +18,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from neardup import columns as C
+
 # Id types whose values come back from Arrow exactly and order in Python as in Spark
 # (strings: code point order is UTF-8 byte order). Others (decimals, dates, timestamps)
 # take the distributed paths.
@@ -68,6 +70,11 @@ _LOCAL_RELATION_THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"
 # union and collect over it ran that many tasks (the guard's nearest step, 0.5 s more).
 _ARROW_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
 _MIN_PARTITION_ROWS = 10_000  # Spark's default batch: a small frame stays one partition
+
+
+def ids_frame(spark: SparkSession, ids: np.ndarray, id_type: T.DataType) -> DataFrame:
+    """A frame (_id) of `ids`, of `id_type`: the ids a query is to be joined to."""
+    return frame_from_arrays(spark, {C.DOC_ID: ids}, T.StructType([T.StructField(C.DOC_ID, id_type, False)]))
 
 
 def _driver_relation(spark: SparkSession, rows: int, make: Callable[[], DataFrame]) -> DataFrame:

@@ -22,11 +22,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from neardup import columns as C
 from neardup.kernels.signatures import SignParams
-from neardup.stages.driver_frames import collect_arrays, frame_from_arrays
+from neardup.stages.driver_frames import collect_arrays, ids_frame
 
 # UTF-8 bytes of text held on the driver at once: the collected texts, and a batch of the
 # rows the kernel scores (a text repeats once per group it is in).
@@ -60,9 +59,7 @@ class DriverScorer:
         if chars is not None and chars > TEXT_BUDGET:
             return None
         id_type = docs.schema[C.DOC_ID].dataType
-        wanted = frame_from_arrays(
-            docs.sparkSession, {C.DOC_ID: ids}, T.StructType([T.StructField(C.DOC_ID, id_type, False)])
-        )
+        wanted = ids_frame(docs.sparkSession, ids, id_type)
         mine = docs.select(C.DOC_ID, C.TEXT).join(F.broadcast(wanted), C.DOC_ID)
         if chars is None or 4 * chars > TEXT_BUDGET:
             row = mine.agg(F.sum(F.octet_length(C.TEXT)).alias("bytes")).first()
@@ -159,9 +156,7 @@ def prefetcher(
 def _chars(lengths: DataFrame, ids: np.ndarray) -> int | None:
     """The characters of `ids` in lengths (_id, _len); None where one is missing."""
     id_type = lengths.schema[C.DOC_ID].dataType
-    wanted = frame_from_arrays(
-        lengths.sparkSession, {C.DOC_ID: ids}, T.StructType([T.StructField(C.DOC_ID, id_type, False)])
-    )
+    wanted = ids_frame(lengths.sparkSession, ids, id_type)
     row = (
         lengths.select(C.DOC_ID, C.LENGTH)
         .join(F.broadcast(wanted), C.DOC_ID)

@@ -51,7 +51,13 @@ from neardup.errors import InvariantError
 from neardup.kernels.guard_rounds import EdgeIndex, regroup
 from neardup.kernels.nearest_kept import choose_nearest, pairs_to_score
 from neardup.stages.components import checkpoint
-from neardup.stages.driver_frames import DRIVER_ID_TYPES, collect_arrays, frame_from_arrays, nan_as_null
+from neardup.stages.driver_frames import (
+    DRIVER_ID_TYPES,
+    collect_arrays,
+    frame_from_arrays,
+    ids_frame,
+    nan_as_null,
+)
 from neardup.stages.driver_scoring import Prefetch
 from neardup.stages.skew import Counted, counted
 
@@ -324,8 +330,7 @@ def _rank_of(
     rank: np.ndarray,
 ) -> None:
     """rank[docs] = their places in the survivor policy's order (one sort, `ranking`)."""
-    schema = T.StructType([T.StructField(C.DOC_ID, id_type, False)])
-    frame = frame_from_arrays(spark, {C.DOC_ID: ids[docs]}, schema)
+    frame = ids_frame(spark, ids[docs], id_type)
     order = _codes(ids, collect_arrays(ranking(frame), [C.DOC_ID])[C.DOC_ID])
     if len(order) != len(docs) or (order < 0).any():
         raise InvariantError(f"guard: {len(order)} documents ranked for {len(docs)} failing ones")
