@@ -138,6 +138,23 @@ def test_repeated_shingles_are_deduplicated() -> None:
     assert np.diff(o).tolist() == [2]
 
 
+def test_long_documents_sort_as_the_reference_does() -> None:
+    """Thousands of shingles a document: the bucket sort's buckets of one, of a few (sorted by
+    insertion) and of many (300 distinct shingles ten times over, so a bucket that two of
+    them share holds twenty) give the sorted distinct hashes, as the Python reference does."""
+    rng = random.Random("long")
+    vocab = [random_word(rng) for _ in range(300)]
+    texts = [
+        " ".join(rng.choice(vocab) for _ in range(4000)),
+        "a b c " * 1500,
+        " ".join(f"w{i}" for i in range(300)) * 10,
+    ]
+    offsets, hashes = shingle_hashes(pa.array(texts), "word", 3, 5, 17)
+    for text, got in zip(texts, doc_sets(offsets, hashes), strict=True):
+        want = sorted({shingle_hash(sh, 17) for sh in ref_shingles(text, "word", 3, 5)})
+        assert got.tolist() == want
+
+
 def test_word_order_and_boundaries_matter() -> None:
     texts = ["ab c", "a bc", "a b c", "c b a", "abc"]
     o, h = shingle_hashes(pa.array(texts), "word", 2, 9, 1)
