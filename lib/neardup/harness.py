@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from pyspark import InheritableThread, StorageLevel
+from pyspark.broadcast import Broadcast
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -131,6 +132,12 @@ class Stages:
         self.cached.append(df.persist(level))
         return self.cached[-1]
 
+    def share(self, payload: bytes) -> Broadcast[bytes]:
+        """`payload` broadcast to the tasks, destroyed when the command ends."""
+        shared = self.spark.sparkContext.broadcast(payload)
+        self.settings.callback(_destroy, shared)
+        return shared
+
     def release(self, df: DataFrame) -> None:
         """Unpersist a kept frame once its last reader is done (its memory or disk goes back
         to the stages after). A frame built on it and kept since stays cached."""
@@ -143,6 +150,11 @@ class Stages:
             # After a JVM death this fails too; the original error is the one to report.
             with contextlib.suppress(Exception):
                 df.unpersist()
+
+
+def _destroy(shared: Broadcast[bytes]) -> None:
+    with contextlib.suppress(Exception):  # after a JVM death there is nothing left to free
+        shared.destroy()
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ import pytest
 from neardup import config
 from neardup.stages import driver_scoring
 from neardup.stages.sign import sign_params
-from neardup.stages.verify import verify_pairs
+from neardup.stages.verify import endpoint_texts, verify_pairs
 from neardup_testkit.reference import jaccard, shingles
 
 pytestmark = pytest.mark.compat  # .ci/spark35 runs these on Spark 3.5 too
@@ -139,3 +139,38 @@ def test_driver_scoring_scores_as_verification_does(
     assert driver_scoring.DriverScorer.collect(docs, ids, sign_params(cfg)) is None
     # Characters that decide the budget spare the sum; 100 characters are at most 400 bytes.
     assert driver_scoring.DriverScorer.collect(docs, ids, sign_params(cfg), chars=101) is None
+
+
+@pytest.mark.parametrize(
+    ("id_type", "broadcast", "filtered"),
+    [("string", False, True), ("long", False, True), ("long", True, False), ("string", False, False)],
+)
+def test_endpoint_texts_are_the_ends_texts(spark: Any, id_type: str, broadcast: bool, filtered: bool) -> None:
+    """The texts of every candidate's ends and of nothing else, however the other texts are
+    dropped: by a broadcast join, by the set of id fingerprints before a shuffle join (its
+    payload shipped by the given broadcaster), or by the shuffle join alone."""
+    rng = random.Random(f"{id_type}-{broadcast}-{filtered}")
+    texts = _corpus(rng)
+    ids = {k: (k if id_type == "string" else 1000 * int(k[1:3]) + int(k[4:])) for k in texts}
+    edges = [(ids[a], ids[b]) for a, b in _stars(rng, sorted(texts), 0)]
+    docs = spark.createDataFrame(
+        [(ids[k], t) for k, t in texts.items()], f"_id {id_type}, _text string"
+    ).repartition(3)
+    cand = spark.createDataFrame(edges, f"src {id_type}, dst {id_type}").repartition(2)
+    shared: list[Any] = []
+
+    def share(payload: bytes) -> Any:
+        shared.append(spark.sparkContext.broadcast(payload))
+        return shared[-1]
+
+    frame = endpoint_texts(cand, docs, broadcast, 2 * len(edges), share if filtered else None)
+    # The filter runs where the texts are read: the ids' hashes go to Python.
+    assert ("ArrowEvalPython" in frame._jdf.queryExecution().executedPlan().toString()) == filtered
+    got = frame.collect()
+    ends = {e for pair in edges for e in pair}
+    by_id = {ids[k]: t for k, t in texts.items()}
+    assert sorted((r["_id"], r["_text"]) for r in got) == sorted((e, by_id[e]) for e in ends)
+    assert len(ends) < len(texts)  # some texts had to be dropped
+    assert len(shared) == (1 if filtered else 0)
+    for b in shared:
+        b.destroy()

@@ -12,7 +12,6 @@ job's own checks on what was written, and atomic publication (harness.py).
 
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -90,8 +89,7 @@ def _check_reference_path(spark: SparkSession, reference: str, output: str) -> N
 
 def _reference(r: RunContext, path: str, params: DeconParams) -> tuple[_Loaded, Counts]:
     ref = load_reference(r.spark, r.cfg, path, params)
-    payload = r.spark.sparkContext.broadcast(ref.payload)
-    r.settings.callback(_forget, payload)
+    payload = r.share(ref.payload)
     loaded = _Loaded(ref, r.keep(ref.ids), payload)
     return loaded, {
         "reference_items": ref.items,
@@ -107,11 +105,6 @@ class _Loaded:
     ref: ReferenceSet
     ids: DataFrame  # (_ref, reference_id), kept in memory
     payload: Broadcast[bytes]
-
-
-def _forget(payload: Broadcast[bytes]) -> None:
-    with contextlib.suppress(Exception):  # after a JVM death there is nothing left to free
-        payload.destroy()
 
 
 @dataclass(frozen=True)

@@ -10,20 +10,27 @@ from the normalized texts; `none`: every candidate is kept (similarity null).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
+from pyspark.broadcast import Broadcast
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup import columns as C
+from neardup.kernels.id_filter import id_set
 from neardup.kernels.signatures import SignParams
 from neardup.stages import skew
+from neardup.stages.driver_frames import collect_arrays
 
 log = logging.getLogger("neardup")
 _PARTS = "_parts"  # how many parts a large star is scored in
+_HASH = "_hash"
+# At most this many candidates' ends are collected for `endpoint_texts`' filter: 128 MB of
+# fingerprints on the driver and in every task (a corpus of some 100 million documents).
+ID_SET_ENDS = 32_000_000
 
 
 def _edge_schema(edges: DataFrame) -> T.StructType:
@@ -31,18 +38,42 @@ def _edge_schema(edges: DataFrame) -> T.StructType:
     return T.StructType([fields[C.SRC], fields[C.DST], T.StructField(C.SIMILARITY, T.DoubleType(), False)])
 
 
-def endpoint_texts(edges: DataFrame, docs: DataFrame, broadcast: bool) -> DataFrame:
+def endpoint_texts(
+    edges: DataFrame,
+    docs: DataFrame,
+    broadcast: bool,
+    bound: int,
+    share: Callable[[bytes], Broadcast[bytes]] | None = None,
+) -> DataFrame:
     """(_id, _text) of every document at either end of an edge (src, dst): what exact
     verification reads, and all the over-merge guard may need to score afterwards (its
     pairs join documents of verified edges). Kept, it spares the guard a second scan of
     the whole input for a few thousand texts. `broadcast`: the ends are few enough to
-    ship to every task, so the other texts are dropped where they are read."""
+    ship to every task, so the other texts are dropped where they are read; `bound`: at
+    most this many ends.
+
+    Otherwise the join shuffles texts, and without a filter every text of the input: at
+    10,000,000 documents 15 GB of the 19 GB verification shuffled, for the 3.3 million it
+    needs. So with `share` (which broadcasts a payload to the tasks), ends up to
+    `ID_SET_ENDS` are collected as a compact set of id fingerprints (kernels/id_filter.py,
+    four bytes each), and a text is read on only if its id may be in it: one Python call
+    per batch of ids (the texts stay in the JVM), one collect of the ends. The join after
+    it drops the few non-ends that pass.
+    """
     ends = (
         edges.select(F.col(C.SRC).alias(C.DOC_ID))
         .union(edges.select(F.col(C.DST).alias(C.DOC_ID)))
         .distinct()
     )
-    return docs.select(C.DOC_ID, C.TEXT).join(F.broadcast(ends) if broadcast else ends, C.DOC_ID)
+    texts = docs.select(C.DOC_ID, C.TEXT)
+    if broadcast:
+        return texts.join(F.broadcast(ends), C.DOC_ID)
+    if share is not None and bound <= ID_SET_ENDS:
+        from neardup.stages.ends_filter import may_be_in
+
+        hashes = collect_arrays(ends.select(F.xxhash64(C.DOC_ID).alias(_HASH)), [_HASH])[_HASH]
+        texts = texts.filter(may_be_in(share(id_set(hashes)))(F.xxhash64(C.DOC_ID)))
+    return texts.join(ends, C.DOC_ID)
 
 
 def _routed_to_groups(
