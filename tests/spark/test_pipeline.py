@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from neardup import config
+from neardup import config, harness
 from neardup.commands.dedup import run
 from neardup_testkit.reference import bfs_components, jaccard, shingles, similar_pairs
 from neardup_testkit.synth import CorpusSpec, generate
@@ -128,5 +128,27 @@ def test_same_output_whatever_the_partitioning(
         other = _run(spark, str(one_file), tmp_path / "out", *result["sets"])
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", partitions_before)
+    assert other["clusters"] == result["clusters"]
+    assert sorted(other["kept"].column("id").to_pylist()) == sorted(result["kept"].column("id").to_pylist())
+
+
+# Exact verification's shuffle paths: every broadcast-or-shuffle choice made a shuffle (and
+# the components distributed), so verification's ends are picked by the filter of their id
+# fingerprints and a shuffle join (stages/verify.py), the guard scores in Spark, and the
+# outputs are written by sort-merge joins. The same clusters as the default run's, which the
+# tests above score against the reference.
+@pytest.mark.parametrize(
+    "result", [("minhash.method=oph", "verify.method=exact")], ids=["oph-exact"], indirect=True
+)
+def test_same_output_past_every_broadcast_bound(
+    spark: Any,
+    result: dict[str, Any],
+    corpus: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(harness, "BROADCAST_ROWS", 0)
+    other = _run(spark, corpus["path"], tmp_path / "out", *result["sets"])
+    assert other["report"]["components"]["backend"] != "driver"
     assert other["clusters"] == result["clusters"]
     assert sorted(other["kept"].column("id").to_pylist()) == sorted(result["kept"].column("id").to_pylist())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import random
 from typing import Any
 
@@ -9,7 +11,7 @@ import numpy as np
 import pytest
 
 from neardup import config
-from neardup.stages import driver_scoring
+from neardup.stages import driver_scoring, verify
 from neardup.stages.sign import sign_params
 from neardup.stages.verify import endpoint_texts, verify_pairs
 from neardup_testkit.reference import jaccard, shingles
@@ -141,18 +143,45 @@ def test_driver_scoring_scores_as_verification_does(
     assert driver_scoring.DriverScorer.collect(docs, ids, sign_params(cfg), chars=101) is None
 
 
+def _typed(key: str, id_type: str) -> Any:
+    """A test id "dFF-C" as a value of `id_type`."""
+    n = 1000 * int(key[1:3]) + int(key[4:])
+    if id_type == "string":
+        return key
+    if id_type == "date":
+        return datetime.date(2000, 1, 1) + datetime.timedelta(days=n)
+    if id_type.startswith("decimal"):
+        return decimal.Decimal(n) * 1000 + decimal.Decimal("0.5")
+    return n
+
+
 @pytest.mark.parametrize(
-    ("id_type", "broadcast", "filtered"),
-    [("string", False, True), ("long", False, True), ("long", True, False), ("string", False, False)],
+    ("id_type", "broadcast", "filtered", "set_bound"),
+    [
+        ("string", False, True, None),
+        ("long", False, True, None),
+        ("date", False, True, None),
+        ("decimal(12,1)", False, True, None),
+        ("long", True, False, None),
+        ("string", False, False, None),
+        ("long", False, False, 10),  # more ends than the set takes: the join alone
+    ],
 )
-def test_endpoint_texts_are_the_ends_texts(spark: Any, id_type: str, broadcast: bool, filtered: bool) -> None:
+def test_endpoint_texts_are_the_ends_texts(
+    spark: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    id_type: str,
+    broadcast: bool,
+    filtered: bool,
+    set_bound: int | None,
+) -> None:
     """The texts of every candidate's ends and of nothing else, however the other texts are
     dropped: by a broadcast join, by the set of id fingerprints before a shuffle join (its
     payload shipped by the given broadcaster), or by the shuffle join alone."""
-    rng = random.Random(f"{id_type}-{broadcast}-{filtered}")
+    rng = random.Random(f"{id_type}-{broadcast}-{filtered}-{set_bound}")
     texts = _corpus(rng)
-    ids = {k: (k if id_type == "string" else 1000 * int(k[1:3]) + int(k[4:])) for k in texts}
-    edges = [(ids[a], ids[b]) for a, b in _stars(rng, sorted(texts), 0)]
+    ids = {k: _typed(k, id_type) for k in texts}
+    edges = [(ids[a], ids[b]) for a, b in _stars(rng, sorted(texts)[:36], 0)]  # 12 texts no end
     docs = spark.createDataFrame(
         [(ids[k], t) for k, t in texts.items()], f"_id {id_type}, _text string"
     ).repartition(3)
@@ -163,7 +192,9 @@ def test_endpoint_texts_are_the_ends_texts(spark: Any, id_type: str, broadcast: 
         shared.append(spark.sparkContext.broadcast(payload))
         return shared[-1]
 
-    frame = endpoint_texts(cand, docs, broadcast, 2 * len(edges), share if filtered else None)
+    if set_bound is not None:
+        monkeypatch.setattr(verify, "ID_SET_ENDS", set_bound)
+    frame = endpoint_texts(cand, docs, broadcast, 2 * len(edges), share if filtered or set_bound else None)
     # The filter runs where the texts are read: the ids' hashes go to Python.
     assert ("ArrowEvalPython" in frame._jdf.queryExecution().executedPlan().toString()) == filtered
     got = frame.collect()
@@ -172,5 +203,11 @@ def test_endpoint_texts_are_the_ends_texts(spark: Any, id_type: str, broadcast: 
     assert sorted((r["_id"], r["_text"]) for r in got) == sorted((e, by_id[e]) for e in ends)
     assert len(ends) < len(texts)  # some texts had to be dropped
     assert len(shared) == (1 if filtered else 0)
+    if filtered:
+        # The filter alone passes the ends' texts (a non-end only on a 32-bit collision:
+        # about 26 / 2**32 each, none here).
+        ends_frame = spark.createDataFrame([(e,) for e in ends], f"_id {id_type}")
+        passed = verify.may_be_ends(docs.select("_id", "_text"), ends_frame, share).collect()
+        assert sorted(r["_id"] for r in passed) == sorted(ends)
     for b in shared:
         b.destroy()

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from neardup.kernels.hashing import shingle_hashes, splitmix64, text_hash128
+from neardup.kernels.hashing import _bucket_bits, _sorted_unique, shingle_hashes, splitmix64, text_hash128
 from neardup_testkit.hashspec import shingle_hash, text_hash
 from neardup_testkit.hashspec import shingles as ref_shingles
 from neardup_testkit.hashspec import splitmix64 as ref_splitmix64
@@ -258,3 +258,35 @@ def test_invalid_arguments() -> None:
         shingle_hashes(arr, "word", 2, 0, 0)
     with pytest.raises(TypeError):
         shingle_hashes(pa.array([1, 2]), "word", 2, 2, 0)
+
+
+@pytest.mark.parametrize("scratch", [1 << 20, 40])
+def test_sorted_unique_equals_numpy_unique(scratch: int) -> None:
+    """The sort itself, against np.unique: the extreme values, the last bucket, buckets of 16
+    and 17 (insertion sort, then np.sort), repeats, and the output written over the input
+    from before its start; with scratch for every segment, and with scratch too small for
+    the long ones (sorted in place)."""
+    rng = np.random.default_rng(3)
+    top = np.uint64(2**64 - 1)
+    segments = [
+        np.array([], dtype=np.uint64),
+        np.array([top, 0, top, 0], dtype=np.uint64),
+        rng.integers(0, 2**64, size=1000, dtype=np.uint64),
+        # 64 values, 6 bucket bits: 16 and 17 distinct values in the last two buckets.
+        np.concatenate(
+            [
+                (np.uint64(62) << np.uint64(58)) + rng.integers(0, 2**58, size=16, dtype=np.uint64),
+                (np.uint64(63) << np.uint64(58)) + rng.integers(0, 2**58, size=17, dtype=np.uint64),
+                rng.integers(0, 2**63, size=31, dtype=np.uint64),
+            ]
+        ),
+        np.repeat(rng.integers(0, 2**64, size=30, dtype=np.uint64), 7),
+    ]
+    tmp = np.empty(scratch, dtype=np.uint64)
+    counts = np.empty((1 << _bucket_bits(scratch)) + 1, dtype=np.int64)
+    for seg in segments:
+        # The segment sits after 5 slots of the output, which it is compacted into.
+        out = np.concatenate([np.full(5, 7, dtype=np.uint64), rng.permutation(seg)])
+        end = _sorted_unique(out[5:], tmp, counts, out, 2)
+        assert out[2:end].tolist() == np.unique(seg).tolist()
+        assert out[:2].tolist() == [7, 7]

@@ -419,7 +419,8 @@ def _verify(r: RunContext, fps: Fingerprints, scoring: _Scoring, candidates: _Ed
         n += scoring.against.edges.rows
     texts = None
     if r.cfg.verify.method == "exact":
-        # Kept (lazily: a resumed verify leaves it to the guard to compute, if it scores), on
+        # Kept (lazily: a resumed verify leaves it to the guard to compute, if it scores; past
+        # the broadcast bound the ends' fingerprints are collected now, stages/verify.py), on
         # disk: cached blocks in the heap leave less of it to verification's sort and to the
         # row-by-row reader and the Parquet writer of long documents, whose buffers Spark does
         # not account for (with the texts in the heap the heavy-tailed corpus of

@@ -365,12 +365,16 @@ def _text_hash128_kernel(starts: I64Array, ends: I64Array, data: U8Array, keys: 
 # holds about one and the sort is linear. It took a third of np.sort's time on the benchmark
 # corpus (500 shingles a document: 6 us against 15). A bucket of more than _SMALL_BUCKET (the
 # repeats of a repetitive text's few shingles) is sorted by np.sort, so no input is quadratic.
-_MAX_BUCKET_BITS = 20  # at most 2**20 + 1 counters (8 MB), however long a document
+# A document of more than 2**_MAX_BUCKET_BITS shingles (a megabyte of text or more) is sorted
+# in place by np.sort: the bucket sort's scratch (8 bytes a hash) stays within 8 MB, and the
+# counters within 8 MB, however long the document.
+_MAX_BUCKET_BITS = 20
 _SMALL_BUCKET = 16
 
 
 @njit(cache=True, nogil=True)
 def _bucket_bits(c: int) -> int:
+    """The bits of a bucket index for c hashes: 2**bits >= c, at most _MAX_BUCKET_BITS."""
     bits = 1
     while (1 << bits) < c and bits < _MAX_BUCKET_BITS:
         bits += 1
@@ -380,42 +384,48 @@ def _bucket_bits(c: int) -> int:
 @njit(cache=True, nogil=True)
 def _sorted_unique(seg: U64Array, tmp: U64Array, counts: I64Array, out: U64Array, write: int) -> int:
     """Write seg's distinct values in ascending order to out[write:]; return the new end.
-    out may be the array seg views, from at or before seg's start: seg is copied into tmp
-    (at least len(seg) long) before out is written. counts: scratch of 2**_bucket_bits + 1."""
+    out may be the array seg views, from at or before seg's start (each value is read
+    before anything is written over it). tmp: scratch of at most 2**_MAX_BUCKET_BITS values;
+    a longer seg is sorted in place. counts: scratch of 2**_bucket_bits(len(tmp)) + 1."""
     c = seg.shape[0]
     if c == 0:
         return write
-    bits = _bucket_bits(c)
-    shift = np.uint64(64 - bits)
-    nb = 1 << bits
-    counts[: nb + 1] = 0
-    for t in range(c):
-        counts[np.intp(seg[t] >> shift) + 1] += 1
-    for b in range(1, nb + 1):
-        counts[b] += counts[b - 1]
-    # counts[b] is bucket b's next free slot: its start, then its end once filled.
-    for t in range(c):
-        v = seg[t]
-        k = np.intp(v >> shift)
-        tmp[counts[k]] = v
-        counts[k] += 1
-    lo = 0
-    for b in range(nb):
-        hi = counts[b]
-        if hi - lo > _SMALL_BUCKET:
-            tmp[lo:hi].sort()
-        elif hi - lo > 1:
-            for t in range(lo + 1, hi):
-                v = tmp[t]
-                u = t
-                while u > lo and tmp[u - 1] > v:
-                    tmp[u] = tmp[u - 1]
-                    u -= 1
-                tmp[u] = v
-        lo = hi
+    if c > tmp.shape[0]:
+        seg.sort()
+        src = seg
+    else:
+        src = tmp[:c]
+        bits = _bucket_bits(c)
+        shift = np.uint64(64 - bits)
+        nb = 1 << bits
+        counts[: nb + 1] = 0
+        for t in range(c):
+            counts[np.intp(seg[t] >> shift) + 1] += 1
+        for b in range(1, nb + 1):
+            counts[b] += counts[b - 1]
+        # counts[b] is bucket b's next free slot: its start, then its end once filled.
+        for t in range(c):
+            v = seg[t]
+            k = np.intp(v >> shift)
+            tmp[counts[k]] = v
+            counts[k] += 1
+        lo = 0
+        for b in range(nb):
+            hi = counts[b]
+            if hi - lo > _SMALL_BUCKET:
+                tmp[lo:hi].sort()
+            elif hi - lo > 1:
+                for t in range(lo + 1, hi):
+                    v = tmp[t]
+                    u = t
+                    while u > lo and tmp[u - 1] > v:
+                        tmp[u] = tmp[u - 1]
+                        u -= 1
+                    tmp[u] = v
+            lo = hi
     prev = _U0
     for t in range(c):
-        v = tmp[t]
+        v = src[t]
         if t == 0 or v != prev:
             out[write] = v
             write += 1
@@ -445,8 +455,8 @@ def _shingle_hashes_kernel(
     offsets = np.empty(ndocs + 1, dtype=np.int64)
     offsets[0] = 0
     ring = np.empty(max(n, 1), dtype=np.uint64)
-    tmp = np.empty(longest, dtype=np.uint64)
-    counts = np.empty((1 << _bucket_bits(longest)) + 1, dtype=np.int64)
+    tmp = np.empty(min(longest, 1 << _MAX_BUCKET_BITS), dtype=np.uint64)
+    counts = np.empty((1 << _bucket_bits(tmp.shape[0])) + 1, dtype=np.int64)
     read = 0
     write = 0
     for d in range(ndocs):

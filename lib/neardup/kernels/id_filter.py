@@ -1,5 +1,6 @@
 """A compact, approximate set of ids: 32-bit fingerprints of their 64-bit hashes (Spark's
-`xxhash64` of the id, so any id type), sorted. It answers "may this id be in the set?":
+`xxhash64` of the id, so any id type: the top 32 bits, which Spark computes as
+`shiftright(xxhash64(id), 32)` cast to int), sorted. It answers "may this id be in the set?":
 never no for a member, yes for a non-member with probability about size / 2**32. Exact
 verification uses it to drop, where they are read, the texts of documents that are no
 candidate's end when the ends are too many to broadcast as a join (stages/verify.py); the
@@ -22,14 +23,17 @@ def fingerprints(hashes: npt.ArrayLike) -> U32Array:
     return (h >> np.uint64(32)).astype(np.uint32)
 
 
-def id_set(hashes: npt.ArrayLike) -> bytes:
-    """The set of ids with these hashes, as bytes to ship to tasks: the distinct
-    fingerprints, sorted, little-endian."""
-    return np.unique(fingerprints(hashes)).astype("<u4").tobytes()
+def id_set(prints: npt.ArrayLike) -> bytes:
+    """The set of ids with these fingerprints (int32 as Spark casts them, or uint32), as
+    bytes to ship to tasks: distinct, sorted, little-endian."""
+    p = np.asarray(prints)
+    if p.dtype != np.uint32:
+        p = p.astype(np.int64).astype(np.uint32)  # the low 32 bits: the same bit pattern
+    return np.unique(p).astype("<u4").tobytes()
 
 
 def may_contain(payload: bytes, hashes: npt.ArrayLike) -> npt.NDArray[np.bool_]:
-    """For each hash: may its id be in the set `payload` (`id_set`) holds?"""
+    """For each 64-bit hash: may its id be in the set `payload` (`id_set`) holds?"""
     members = np.frombuffer(payload, dtype="<u4")
     probe = fingerprints(hashes)
     if members.size == 0:

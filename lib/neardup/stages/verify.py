@@ -27,10 +27,11 @@ from neardup.stages.driver_frames import collect_arrays
 
 log = logging.getLogger("neardup")
 _PARTS = "_parts"  # how many parts a large star is scored in
-_HASH = "_hash"
-# At most this many candidates' ends are collected for `endpoint_texts`' filter: 128 MB of
-# fingerprints on the driver and in every task (a corpus of some 100 million documents).
-ID_SET_ENDS = 32_000_000
+_PRINT = "_print"
+# At most this many candidates' ends are collected for `may_be_ends`' filter: 64 MB of
+# fingerprints on the driver and in every Python worker (on the benchmark corpus, with a
+# third of a candidate's end a document, some 48 million documents).
+ID_SET_ENDS = 16_000_000
 
 
 def _edge_schema(edges: DataFrame) -> T.StructType:
@@ -54,11 +55,9 @@ def endpoint_texts(
 
     Otherwise the join shuffles texts, and without a filter every text of the input: at
     10,000,000 documents 15 GB of the 19 GB verification shuffled, for the 3.3 million it
-    needs. So with `share` (which broadcasts a payload to the tasks), ends up to
-    `ID_SET_ENDS` are collected as a compact set of id fingerprints (kernels/id_filter.py,
-    four bytes each), and a text is read on only if its id may be in it: one Python call
-    per batch of ids (the texts stay in the JVM), one collect of the ends. The join after
-    it drops the few non-ends that pass.
+    needs. So with `share` (which broadcasts a payload to the tasks) and at most
+    `ID_SET_ENDS` ends, the texts are filtered first (`may_be_ends`); the join after it
+    drops the few non-ends that pass.
     """
     ends = (
         edges.select(F.col(C.SRC).alias(C.DOC_ID))
@@ -69,11 +68,22 @@ def endpoint_texts(
     if broadcast:
         return texts.join(F.broadcast(ends), C.DOC_ID)
     if share is not None and bound <= ID_SET_ENDS:
-        from neardup.stages.ends_filter import may_be_in
-
-        hashes = collect_arrays(ends.select(F.xxhash64(C.DOC_ID).alias(_HASH)), [_HASH])[_HASH]
-        texts = texts.filter(may_be_in(share(id_set(hashes)))(F.xxhash64(C.DOC_ID)))
+        texts = may_be_ends(texts, ends, share)
     return texts.join(ends, C.DOC_ID)
+
+
+def may_be_ends(texts: DataFrame, ends: DataFrame, share: Callable[[bytes], Broadcast[bytes]]) -> DataFrame:
+    """The rows of `texts` whose _id may be one of `ends`' (_id): every end's, and others
+    with probability about len(ends) / 2**32. The ends are collected once (now, not when the
+    frame is read) as 32-bit fingerprints of their ids' hashes (kernels/id_filter.py: four
+    bytes each on the driver and in every Python worker, which `share` ships them to), and
+    where the texts are read a vectorized UDF tests each row's id against them: only the
+    ids' hashes go to Python, the texts stay in the JVM."""
+    from neardup.stages.ends_filter import may_be_in
+
+    prints = F.shiftright(F.xxhash64(C.DOC_ID), 32).cast("int").alias(_PRINT)
+    found = collect_arrays(ends.select(prints), [_PRINT])[_PRINT]
+    return texts.filter(may_be_in(share(id_set(found)))(F.xxhash64(C.DOC_ID)))
 
 
 def _routed_to_groups(
