@@ -79,3 +79,55 @@ def test_the_warm_up_runs_the_kernels_in_one_task(
     job = warm_up(spark, sign_params(config.load()), keep_signatures, method)
     assert job.rdd.getNumPartitions() == 1
     assert [tuple(r) for r in job.collect()] == [(rows,)]
+
+
+@pytest.mark.parametrize("from_json", [True, False])
+def test_parquet_profile_reads_the_footers_as_pyarrow_does(
+    spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, from_json: bool
+) -> None:
+    """Rows and bytes per row from the footers (as one JSON document, or object by object
+    where the JSON will not parse), equal to what pyarrow reads from the same files."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from neardup.runtime import sizing
+
+    files = []
+    for i, (n, groups) in enumerate([(700, 100), (50, 20)]):
+        texts = [f"document {i}-{k} " + "word " * (k % 37) for k in range(n)]
+        table = pa.table(
+            {"id": list(range(n)), "meta": [{"src": "x" * (k % 5)} for k in range(n)], "text": texts}
+        )
+        path = tmp_path / f"part-{i}.parquet"
+        pq.write_table(table, path, row_group_size=groups)
+        files.append(str(path))
+    if not from_json:
+
+        class Broken:
+            @staticmethod
+            def loads(_: str) -> Any:
+                raise ValueError("not this parquet-mr's JSON")
+
+        monkeypatch.setattr(sizing, "json", Broken)
+    profile = sizing.parquet_profile(spark, files, "text")
+    assert profile is not None
+    rows = text = total = largest = 0
+    for f in files:
+        meta = pq.ParquetFile(f).metadata
+        rows += meta.num_rows
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            for c in range(group.num_columns):
+                col = group.column(c)
+                total += col.total_uncompressed_size
+                if col.path_in_schema == "text":
+                    text += col.total_uncompressed_size
+                    largest = max(largest, col.total_compressed_size)
+    assert meta.num_row_groups > 1 and json  # several row groups a file
+    assert (profile.text_per_row, profile.row_per_row, profile.largest_chunk) == (
+        text / rows,
+        total / rows,
+        largest,
+    )
