@@ -428,8 +428,8 @@ def _verify(r: RunContext, fps: Fingerprints, scoring: _Scoring, candidates: _Ed
         # star's edge (stages/stars.py) is an end of a candidate: each member of a star keeps
         # an edge to a centre, and each centre one to a member.
         docs, _ = scoring.sources()
-        ends = endpoint_texts(pairs, docs, broadcastable(2 * n), 2 * n, r.share)
-        texts = r.keep(ends, StorageLevel.DISK_ONLY)
+        end_texts = endpoint_texts(pairs, docs, broadcastable(2 * n), 2 * n, r.share)
+        texts = r.keep(end_texts, StorageLevel.DISK_ONLY)
     edges = r.work.materialize("edges", fps.edges, lambda: _verified(r, scoring, pairs, n, texts))
     n = edges.count()
     return _Edges(edges, n, texts), {"verified_pairs": n}

@@ -29,8 +29,8 @@ log = logging.getLogger("neardup")
 _PARTS = "_parts"  # how many parts a large star is scored in
 _PRINT = "_print"
 # At most this many candidates' ends are collected for `may_be_ends`' filter: 64 MB of
-# fingerprints on the driver and in every Python worker (on the benchmark corpus, with a
-# third of a candidate's end a document, some 48 million documents).
+# fingerprints on the driver and in every Python worker (on the benchmark corpus, with about
+# one end to every three documents, some 48 million documents).
 ID_SET_ENDS = 16_000_000
 
 
