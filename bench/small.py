@@ -33,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,8 +48,12 @@ TIMEOUT = 1800  # seconds a process may take before it is killed (a loaded machi
 README_RUN = ("dedup", "--input", str(SAMPLE), "--output")  # the README's first command, + OUT
 
 BARE = (
+    "import sys\n"
     "from pyspark.sql import SparkSession\n"
-    "spark = SparkSession.builder.master('local[*]').appName('bare').getOrCreate()\n"
+    "builder = SparkSession.builder.master('local[*]').appName('bare')\n"
+    "if len(sys.argv) > 1:  # a class archive to map (see ARCHIVE_NOTE)\n"
+    "    builder = builder.config('spark.driver.extraJavaOptions', f'-XX:SharedArchiveFile={sys.argv[1]}')\n"
+    "spark = builder.getOrCreate()\n"
     "assert spark.range(1000).count() == 1000\n"
     "spark.stop()\n"
 )
@@ -61,6 +66,39 @@ FLOOR = (
     "spark.read.json(sys.argv[1]).write.mode('overwrite').parquet(sys.argv[2])\n"
     "spark.stop()\n"
 )
+
+
+ARCHIVE_NOTE = (
+    "- bare, archive: the bare start with its JVM mapping the class archive neardup built "
+    "(runtime/class_archive.py): what a bare start would take if it kept one too"
+)
+BUILDER = "neardup.runtime.class_archive"
+
+
+def prepare(work: Path) -> Path | None:
+    """One untimed run of the sample, then a wait for the class archive it may have set
+    building (a first run on this machine does), so that the repetitions measure runs that
+    find it, as every run after the first does. The archive's path, or None (none built)."""
+    from neardup.runtime import class_archive
+
+    timed(
+        [PYTHON, "-m", "neardup", *README_RUN, str(work / "prepare"), "--overwrite"],
+        work / "prepare.log",
+        ROOT / "lib",
+    )
+    for _ in range(600):
+        if not any(BUILDER in _cmdline(p) for p in Path("/proc").iterdir() if p.name.isdigit()):
+            break
+        time.sleep(1.0)
+    built = sorted(class_archive.folder().glob("*.jsa"), key=lambda p: p.stat().st_mtime)
+    return built[-1] if built else None
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _env(lib: Path) -> dict[str, str]:
@@ -133,8 +171,15 @@ def _documents(path: Path) -> int:
         return sum(1 for _ in f)
 
 
-def render(bare: list[Measure], floor: list[Measure], trees: list[Tree]) -> str:
+def render(bare: list[Measure], archived: list[Measure], floor: list[Measure], trees: list[Tree]) -> str:
     walls = [m.wall for m in bare]
+    with_archive = _median([m.wall for m in archived])
+    against_archived = [
+        f"- {t.label}: median sample wall / median bare-with-archive wall = "
+        f"{_ratio(t.runs, archived, 'wall'):.2f} (bare with the archive: {with_archive:.1f} s)"
+        for t in trees
+        if archived
+    ]
     lines = [
         "# Small runs: the sample against a bare Spark start",
         "",
@@ -153,6 +198,7 @@ def render(bare: list[Measure], floor: list[Measure], trees: list[Tree]) -> str:
             f"(CPU: {_ratio(t.runs, bare, 'cpu'):.2f}; neardup from {t.lib})"
             for t in trees
         ),
+        *([ARCHIVE_NOTE, *against_archived] if archived else ["- no class archive was built: none used"]),
         "",
         "| repetition | bare wall s | bare CPU s | floor wall s | "
         + " | ".join(f"{t.label} wall s | CPU s | wall ratio" for t in trees)
@@ -227,10 +273,14 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="neardup-small-"))
     try:
         bare: list[Measure] = []
+        archived: list[Measure] = []
         floor: list[Measure] = []
         out = work / "out"
+        archive = prepare(work)
         for i in range(args.repeat):
             bare.append(timed([PYTHON, "-c", BARE], work / "bare.log", ROOT / "lib"))
+            if archive is not None:
+                archived.append(timed([PYTHON, "-c", BARE, str(archive)], work / "bare.log", ROOT / "lib"))
             copy = [PYTHON, "-c", FLOOR, str(SAMPLE), str(work / "floor")]
             floor.append(timed(copy, work / "floor.log", ROOT / "lib"))
             for t in trees:
@@ -256,7 +306,7 @@ def main() -> None:
             t.jobs = json.loads(counted.stdout.strip().splitlines()[-1])
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    text = render(bare, floor, trees)
+    text = render(bare, archived, floor, trees)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text)
     print()

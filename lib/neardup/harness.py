@@ -307,21 +307,23 @@ def read_stage(r: RunContext) -> tuple[ReadResult, Counts]:
 
 
 def _warm_python(r: RunContext) -> None:
-    """Local mode: start a Python worker and load the kernels in it (`warm_up`), in a
-    thread of the read stage's job group, while the input is read. Signing waits for it
-    (`RunContext.warmed`), so its first task takes that worker instead of starting a second
-    one beside it: with a warm-up of W seconds and a read of R, signing starts after
-    max(R, W) where it would otherwise start after R and spend about W starting its worker.
-    (On a cluster one warm worker on one executor would help no one.)"""
+    """Local mode: start a Python worker per task slot and load the kernels in each
+    (`warm_up`), in a thread of the read stage's job group, while the input is read. Signing
+    waits for it (`RunContext.warmed`), so its tasks take those workers instead of starting
+    others: with a warm-up of W seconds and a read of R, signing starts after max(R, W)
+    where it would otherwise start after R and spend about W starting its workers. (On a
+    cluster warm workers on one executor would help no one.)"""
     if not str(r.spark.sparkContext.master).startswith("local"):
         return
-    job = warm_up(r.spark, sign_params(r.cfg), r.cfg.verify.method == "signature", r.cfg.verify.method)
+    params, method = sign_params(r.cfg), r.cfg.verify.method
+    slots = r.spark.sparkContext.defaultParallelism
 
     def collect() -> None:
         # A failure here (a worker that cannot import the kernels) is the signing stage's
-        # to report, with its own error handling.
+        # to report, with its own error handling. The job is built here too: pickling its
+        # function takes the driver half a second that the input's reading then has.
         with contextlib.suppress(Exception):
-            job.collect()
+            warm_up(r.spark, params, method == "signature", method, slots).collect()
 
     r.warm = InheritableThread(target=collect, daemon=True)
     r.warm.start()

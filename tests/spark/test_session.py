@@ -72,13 +72,13 @@ def test_batch_settings_set_only_what_this_spark_knows(spark: Any, caplog: pytes
 @pytest.mark.parametrize(
     ("keep_signatures", "method", "rows"), [(False, "exact", 3), (True, "signature", 2), (False, "none", 2)]
 )
-def test_the_warm_up_runs_the_kernels_in_one_task(
+def test_the_warm_up_runs_the_kernels_in_each_task(
     spark: Any, keep_signatures: bool, method: str, rows: int
 ) -> None:
     # Two documents signed; with exact verification, their one pair scored too.
-    job = warm_up(spark, sign_params(config.load()), keep_signatures, method)
-    assert job.rdd.getNumPartitions() == 1
-    assert [tuple(r) for r in job.collect()] == [(rows,)]
+    job = warm_up(spark, sign_params(config.load()), keep_signatures, method, 2)
+    assert job.rdd.getNumPartitions() == 2
+    assert [tuple(r) for r in job.collect()] == [(rows,), (rows,)]
 
 
 @pytest.mark.parametrize("from_json", [True, False])

@@ -32,6 +32,8 @@ from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from neardup.errors import NeardupError
+from neardup.runtime import class_archive
+from neardup.runtime.class_archive import EXTRA_JAVA_OPTIONS
 from neardup.runtime.memory import format_size, human, local_heap, machine_memory, parse_size
 from neardup.runtime.packages import class_loads, packages_to_add
 
@@ -138,10 +140,15 @@ def start(
     if master:
         builder = builder.master(master)
         settings["spark.master"] = master
-    if java_options and not _submitted():
-        user = conf.get("spark.driver.extraJavaOptions", "")
-        settings["spark.driver.extraJavaOptions"] = " ".join([*java_options, user]).strip()
-    merged = {**settings, **{k: v for k, v in conf.items() if k != "spark.driver.extraJavaOptions"}}
+    launching = not _submitted() and SparkContext._gateway is None
+    # A local JVM launched here maps Spark's classes from an archive once one is built.
+    archive = class_archive.plan({**settings, **conf}) if local and launching else None
+    if not _submitted():
+        options = [*java_options, *(archive.options if archive is not None else ())]
+        joined = " ".join([*options, conf.get(EXTRA_JAVA_OPTIONS, "")]).strip()
+        if joined:
+            settings[EXTRA_JAVA_OPTIONS] = joined
+    merged = {**settings, **{k: v for k, v in conf.items() if k != EXTRA_JAVA_OPTIONS}}
     needed = packages_to_add(packages or {}, merged)
     if needed and not _submitted():
         wanted = [p for p in (merged.get("spark.jars.packages") or "").split(",") if p]
@@ -154,6 +161,8 @@ def start(
         for k, v in settings.items():
             builder = builder.config(k, v)
         spark = builder.getOrCreate()
+    if archive is not None and archive.record is not None and jvm_process() is not None:
+        class_archive.build_after_exit(archive, spark, jvm_process().pid)
     if _submitted():
         _submitted_local_settings(spark, small_input)
     return Started(spark, False, heap_note, jvm_log)

@@ -20,11 +20,14 @@ from neardup.kernels.signatures import SignParams
 _TEXTS = ["the warm up document of several words", "warm"]
 
 
-def warm_up(spark: SparkSession, params: SignParams, keep_signatures: bool, verify_method: str) -> DataFrame:
-    """A frame of one row, (n: the rows the kernels returned), computed in one task: the
+def warm_up(
+    spark: SparkSession, params: SignParams, keep_signatures: bool, verify_method: str, tasks: int
+) -> DataFrame:
+    """A frame of `tasks` rows, (n: the rows the kernels returned), one per task: the
     made-up documents signed (with signatures kept or not, as the run signs), and with
-    `verify_method` exact, the pair of them scored as verification scores a group. One
-    task, so the run's other slots stay free for reading the input."""
+    `verify_method` exact, the pair of them scored as verification scores a group. With a
+    task per slot, every worker the run's Python stages take is warm (on the sample, a
+    second cold worker cost the first Python stages about a second)."""
     schema = T.StructType([T.StructField("n", T.LongType(), False)])
 
     def warm(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -40,4 +43,4 @@ def warm_up(spark: SparkSession, params: SignParams, keep_signatures: bool, veri
         for batch in batches:
             yield pa.record_batch({"n": pa.array([n] * len(batch), pa.int64())})
 
-    return spark.range(1, numPartitions=1).mapInArrow(warm, schema)
+    return spark.range(tasks, numPartitions=tasks).mapInArrow(warm, schema)

@@ -1,0 +1,257 @@
+"""A class data sharing archive (the JDK's CDS) for the JVM a local run launches.
+
+Spark's JVM loads and verifies some 19,000 classes at every start, and a short run pays for
+it: about 3 of the sample's 15 seconds (docs/performance.md). The JDK can map those classes
+from an archive instead. neardup builds one per Java, Spark and class path, once, in the
+background, from the classes a run of its own loaded:
+
+1. A local run whose JVM neardup launches, finding no archive for its key, starts that JVM
+   with -XX:DumpLoadedClassList (the list of the classes it loads; no measurable cost) and
+   starts a detached process (`python -m neardup.runtime.class_archive`) that waits for the
+   JVM to exit, then runs `java -Xshare:dump` at the lowest CPU priority (about 30 s of CPU
+   and 200 MB of disk) into a temporary file, renamed into place when it is whole.
+2. Later runs with the same key start their JVM with -XX:SharedArchiveFile. The JVM checks
+   the archive itself (its Java, the class path, the jars' sizes and times, the heap's
+   pointer sizes) and ignores one that does not match, its warning silenced: a stale archive
+   costs the gain, never the run.
+
+Where: ``<XDG_CACHE_HOME or ~/.cache>/neardup/jvm/<key>.jsa``. The key digests the java
+executable, Spark's jars (names, sizes, times), whatever else joins the class path, and the
+heap. The two newest archives are kept. ``NEARDUP_CLASS_ARCHIVE=0`` turns this off, and a
+user's own -Xshare or archive options leave it off. spark-submit's JVM, an active session's
+and a cluster's executors are never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("neardup")
+
+ENV = "NEARDUP_CLASS_ARCHIVE"
+EXTRA_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+# Options of the user's that mean they manage class sharing themselves.
+_USERS_OWN = (
+    "-Xshare",
+    "SharedArchiveFile",
+    "SharedClassListFile",
+    "DumpLoadedClassList",
+    "ArchiveClassesAtExit",
+)
+# A mismatched archive is reported by the JVM as a warning on its output: silenced.
+QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+KEEP = 2  # archives kept in the folder: this key's and one other (another venv, another Java)
+LOCK_STALE_S = 3600  # a builder's lock older than this was left by a builder that died
+LIST_STALE_S = 86400  # a class list older than this was left by a run whose builder died
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The JVM options for this launch; `record`: where its class list goes, if it records one."""
+
+    options: tuple[str, ...]
+    archive: Path
+    record: Path | None = None
+
+
+def folder() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "neardup" / "jvm"
+
+
+def _java() -> Path | None:
+    """The java executable spark-submit runs: JAVA_HOME's, else the first on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    return Path(found).resolve() if found and Path(found).is_file() else None
+
+
+def _stamp(path: Path) -> list[Any]:
+    st = path.stat()
+    return [path.name, st.st_size, st.st_mtime_ns]
+
+
+def key(settings: Mapping[str, str]) -> str | None:
+    """The digest of what the launched JVM's classes and archive depend on; None where the
+    java executable or Spark's jars cannot be found (no archive then)."""
+    java = _java()
+    try:
+        from pyspark.find_spark_home import _find_spark_home
+
+        jars = Path(_find_spark_home()) / "jars"
+        listing = sorted(_stamp(p) for p in jars.iterdir())
+    except Exception:  # no Spark home to read: nothing to key by
+        return None
+    if java is None:
+        return None
+    blob = {
+        "java": [str(java), *_stamp(java)[1:]],
+        "jars": [str(jars), listing],
+        # spark-class puts these on the class path as well.
+        "env": {
+            k: os.environ.get(k)
+            for k in ("SPARK_CONF_DIR", "SPARK_DIST_CLASSPATH", "HADOOP_CONF_DIR", "YARN_CONF_DIR")
+        },
+        "class_path": settings.get("spark.driver.extraClassPath"),
+        # The heap decides whether object pointers are compressed, which an archive fixes.
+        "heap": settings.get("spark.driver.memory"),
+    }
+    return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def plan(settings: Mapping[str, str]) -> Plan | None:
+    """What a local JVM about to be launched with `settings` adds to its options: the
+    archive where one exists, else a class list to build it from (None: neither)."""
+    if os.environ.get(ENV, "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    if any(word in settings.get(EXTRA_JAVA_OPTIONS, "") for word in _USERS_OWN):
+        return None
+    k = key(settings)
+    if k is None:
+        return None
+    where = folder()
+    archive = where / f"{k}.jsa"
+    if archive.is_file():
+        return Plan((f"-XX:SharedArchiveFile={archive}", *QUIET), archive)
+    if (where / f"{k}.failed").exists() or _locked(where / f"{k}.lock"):
+        return None
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    _drop_stale_lists(where)
+    record = where / f"{k}.{os.getpid()}.classlist"
+    return Plan((f"-XX:DumpLoadedClassList={record}",), archive, record)
+
+
+def _locked(lock: Path) -> bool:
+    try:
+        return time.time() - lock.stat().st_mtime < LOCK_STALE_S
+    except OSError:
+        return False
+
+
+def _drop_stale_lists(where: Path) -> None:
+    for p in where.glob("*.classlist"):
+        with contextlib.suppress(OSError):
+            if time.time() - p.stat().st_mtime > LIST_STALE_S:
+                p.unlink()
+
+
+def build_after_exit(plan: Plan, spark: Any, pid: int) -> None:
+    """Start the detached builder for the class list `plan` records: it waits for the JVM
+    (process `pid`) to exit, then dumps the archive from that JVM's own class path, java
+    and heap and collector options (read from it now)."""
+    if plan.record is None:
+        return
+    try:
+        jvm = spark.sparkContext._jvm
+        system = jvm.java.lang.System
+        inputs = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+        spec = {
+            "pid": pid,
+            "java": str(Path(system.getProperty("java.home")) / "bin" / "java"),
+            "class_path": system.getProperty("java.class.path"),
+            # What an archive must share with the JVMs that map it: the collector and the
+            # heap (pointer sizes).
+            "options": [a for a in inputs if a.startswith(("-Xmx", "-XX:+Use", "-XX:-Use"))],
+            "list": str(plan.record),
+            "archive": str(plan.archive),
+        }
+        subprocess.Popen(
+            [sys.executable, "-m", "neardup.runtime.class_archive", json.dumps(spec)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # outlives this process, and a Ctrl-C of its terminal
+            close_fds=True,
+        )
+    except Exception as e:  # the run goes on without an archive
+        log.debug("class archive: not built (%s)", e)
+
+
+def build(spec: Mapping[str, Any]) -> bool:
+    """The builder's work (see the module's docstring); True if it wrote the archive."""
+    _wait_for_exit(int(spec["pid"]))
+    with contextlib.suppress(OSError):
+        os.nice(19)
+    archive, listed = Path(spec["archive"]), Path(spec["list"])
+    lock = archive.with_suffix(".lock")
+    try:
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        if _locked(lock):  # another builder is at it
+            with contextlib.suppress(OSError):
+                listed.unlink()
+            return False
+        lock.unlink(missing_ok=True)
+        return build(spec)
+    os.close(fd)
+    tmp = archive.with_name(f"{archive.stem}.{os.getpid()}.tmp")
+    try:
+        if archive.exists() or not listed.is_file():
+            return False
+        _complete_lines(listed)
+        cmd = [
+            spec["java"],
+            "-Xshare:dump",
+            *spec["options"],
+            f"-XX:SharedClassListFile={listed}",
+            f"-XX:SharedArchiveFile={tmp}",
+            *QUIET,
+            "-cp",
+            spec["class_path"],
+        ]
+        done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=1800)
+        if done.returncode != 0 or not tmp.is_file():
+            # Not retried: the same Java and class path would fail the same way.
+            archive.with_suffix(".failed").write_bytes(done.stderr[-4000:])
+            return False
+        os.replace(tmp, archive)
+        _prune(archive)
+        return True
+    finally:
+        for p in (tmp, listed, lock):
+            with contextlib.suppress(OSError):
+                p.unlink()
+
+
+def _wait_for_exit(pid: int) -> None:
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        except PermissionError:  # the pid is someone else's now: ours has exited
+            return
+        time.sleep(1.0)
+
+
+def _complete_lines(path: Path) -> None:
+    """Drop a last line the JVM did not finish writing (killed mid-write)."""
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+
+def _prune(keep: Path) -> None:
+    """Delete all but the KEEP newest archives of the folder (`keep` among them)."""
+    others = sorted((p for p in keep.parent.glob("*.jsa") if p != keep), key=lambda p: p.stat().st_mtime)
+    for p in others[: max(0, len(others) - (KEEP - 1))]:
+        with contextlib.suppress(OSError):
+            p.unlink()
+
+
+if __name__ == "__main__":
+    build(json.loads(sys.argv[1]))

@@ -1,0 +1,56 @@
+"""The class archive (runtime/class_archive.py) built and mapped by real JVMs: a first run
+in an empty cache records the classes its JVM loads and leaves a builder behind it; the
+archive it dumps is mapped by the next run, whose outputs are the first run's."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from cli_process import SAMPLE, neardup
+
+SPARK_CLASS = "org.apache.spark.SparkContext source: "
+
+
+def _sorted_rows(out: Path, name: str) -> list[dict[str, object]]:
+    rows = pq.read_table(out / name).to_pylist()
+    return sorted(rows, key=lambda r: str(r["id"]))
+
+
+def _where_spark_came_from(log: Path) -> str:
+    lines = [line for line in log.read_text().splitlines() if SPARK_CLASS in line]
+    assert len(lines) == 1, lines
+    return lines[0].split(SPARK_CLASS, 1)[1]
+
+
+def test_the_second_run_maps_the_classes_the_first_loaded(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.jsonl.gz"
+    with gzip.open(SAMPLE, "rt", encoding="utf-8") as f, gzip.open(corpus, "wt", encoding="utf-8") as g:
+        g.writelines(line for _, line in zip(range(400), f, strict=False))
+    numba = os.environ.get("NUMBA_CACHE_DIR") or str(
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "numba"
+    )
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "NUMBA_CACHE_DIR": numba}
+    folder = tmp_path / "cache" / "neardup" / "jvm"
+
+    def run(n: int) -> Path:
+        out, log = tmp_path / f"out{n}", tmp_path / f"classes{n}.log"
+        loads = f"spark.driver.extraJavaOptions=-Xlog:class+load=info:file={log}"
+        proc = neardup("dedup", "--input", str(corpus), "--output", str(out), "--conf", loads, env=env)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return log
+
+    first = run(1)
+    assert _where_spark_came_from(first).endswith(".jar")
+    # The builder waits for the first run's JVM to exit, then dumps (about 30 s of CPU).
+    deadline = time.time() + 600
+    while not list(folder.glob("*.jsa")) and time.time() < deadline:
+        time.sleep(2)
+    assert [p.suffix for p in folder.iterdir()] == [".jsa"], sorted(folder.iterdir())
+    second = run(2)
+    assert _where_spark_came_from(second) == "shared objects file"
+    for name in ("clusters", "kept"):
+        assert _sorted_rows(tmp_path / "out2", name) == _sorted_rows(tmp_path / "out1", name)
