@@ -101,7 +101,7 @@ def test_a_failing_dump_leaves_a_marker_and_no_archive(cache: Path, tmp_path: Pa
 
 def test_a_dump_is_renamed_into_place_and_old_archives_pruned(cache: Path, tmp_path: Path) -> None:
     cache.mkdir(parents=True)
-    for i, name in enumerate(["old1.jsa", "old2.jsa"]):
+    for i, name in enumerate(["old1.jsa", "old2.jsa", "old3.jsa"]):
         (cache / name).write_bytes(b"old")
         os.utime(cache / name, (1000 + i, 1000 + i))
     listed = cache / "k.1.classlist"
@@ -121,5 +121,5 @@ def test_a_dump_is_renamed_into_place_and_old_archives_pruned(cache: Path, tmp_p
     }
     assert ca.build(spec) is True
     assert (cache / "k.jsa").read_bytes() == b"dumped\n"
-    # KEEP = 2: this key's archive and the newest other one.
-    assert sorted(p.name for p in cache.iterdir()) == ["k.jsa", "old2.jsa"]
+    # KEEP = 3: this key's archive and the two newest others.
+    assert sorted(p.name for p in cache.iterdir()) == ["k.jsa", "old2.jsa", "old3.jsa"]

@@ -17,7 +17,7 @@ background, from the classes a run of its own loaded:
 
 Where: ``<XDG_CACHE_HOME or ~/.cache>/neardup/jvm/<key>.jsa``. The key digests the java
 executable, Spark's jars (names, sizes, times), whatever else joins the class path, and the
-heap. The two newest archives are kept. ``NEARDUP_CLASS_ARCHIVE=0`` turns this off, and a
+heap. The three newest archives are kept. ``NEARDUP_CLASS_ARCHIVE=0`` turns this off, and a
 user's own -Xshare or archive options leave it off. spark-submit's JVM, an active session's
 and a cluster's executors are never touched.
 """
@@ -52,7 +52,7 @@ _USERS_OWN = (
 )
 # A mismatched archive is reported by the JVM as a warning on its output: silenced.
 QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
-KEEP = 2  # archives kept in the folder: this key's and one other (another venv, another Java)
+KEEP = 3  # archives kept in the folder: this key's and two others (other venvs, Javas, heaps)
 LOCK_STALE_S = 3600  # a builder's lock older than this was left by a builder that died
 LIST_STALE_S = 86400  # a class list older than this was left by a run whose builder died
 
