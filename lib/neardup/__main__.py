@@ -1,5 +1,5 @@
 import sys
 
-from neardup.cli import main
+from neardup.cli import console
 
-sys.exit(main())
+sys.exit(console())

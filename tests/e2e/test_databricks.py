@@ -97,7 +97,7 @@ def test_job_definition_round_trips_and_runs_the_wheel_entry_point(which: str) -
 
     # The entry point is the wheel's console script (the name Databricks looks up).
     scripts = _pyproject()["project"]["scripts"]
-    assert scripts[wheel_task.entry_point] == "neardup.cli:main"
+    assert scripts[wheel_task.entry_point] == "neardup.cli:console"
 
     libs = task.libraries
     assert libs and all(isinstance(lib, Library) for lib in libs)
@@ -269,7 +269,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Iterator
     root = tmp_path_factory.mktemp("dbx")
     with zipfile.ZipFile(wheel) as z:
         (entry_points,) = [n for n in z.namelist() if n.endswith(".dist-info/entry_points.txt")]
-        assert "neardup = neardup.cli:main" in z.read(entry_points).decode()
+        assert "neardup = neardup.cli:console" in z.read(entry_points).decode()
 
     venv = root / "venv"
     made = _run([sys.executable, "-m", "venv", str(venv)], 300)
@@ -386,7 +386,7 @@ def test_wheel_task_reuses_the_active_session(
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(result_file.read_text())
-    assert result["entry_point"] == "neardup.cli:main"
+    assert result["entry_point"] == "neardup.cli:console"
     assert result["code"] == 0, proc.stderr[-3000:]
     # The same application, still alive, still the caller's (neardup made no session of its own).
     assert result["after"] == result["before"] and result["app_name"] == "dbx-like"

@@ -67,6 +67,7 @@ SMALL_INPUT_BYTES = 64 << 20
 SMALL_INPUT_SETTINGS = {"spark.sql.adaptive.enabled": "false"}
 LOG_DAYS = 7
 _launched_log: Path | None = None  # see launched_log()
+_launched_here = False  # see launched_here()
 
 
 @dataclass
@@ -339,6 +340,8 @@ def _launch_jvm(settings: Mapping[str, str], app_name: str, quiet: bool) -> Path
             os.close(fd)
     SparkContext._gateway = gateway
     SparkContext._jvm = gateway.jvm
+    global _launched_here
+    _launched_here = True
     return path
 
 
@@ -396,6 +399,12 @@ def launched_log() -> Path | None:
     """The log file of the JVM this process launched quietly, also when the session then
     failed to start (Started is never returned then)."""
     return _launched_log
+
+
+def launched_here() -> bool:
+    """Whether this module launched the JVM of this process's session (not spark-submit,
+    not a session someone else made, as in a notebook or under Databricks)."""
+    return _launched_here
 
 
 def jvm_process() -> Any:
