@@ -78,20 +78,16 @@ BUILDER = "neardup.runtime.class_archive"
 def prepare(work: Path) -> Path | None:
     """One untimed run of the sample, then a wait for the class archive it may have set
     building (a first run on this machine does), so that the repetitions measure runs that
-    find it, as every run after the first does. The archive's path, or None (none built)."""
-    from neardup.runtime import class_archive
-
-    timed(
-        [PYTHON, "-m", "neardup", *README_RUN, str(work / "prepare"), "--overwrite"],
-        work / "prepare.log",
-        ROOT / "lib",
-    )
+    find it, as every run after the first does. The archive's path (report.json's), or
+    None (none built)."""
+    out = work / "prepare"
+    timed([PYTHON, "-m", "neardup", *README_RUN, str(out), "--overwrite"], work / "prepare.log", ROOT / "lib")
     for _ in range(600):
         if not any(BUILDER in _cmdline(p) for p in Path("/proc").iterdir() if p.name.isdigit()):
             break
         time.sleep(1.0)
-    built = sorted(class_archive.folder().glob("*.jsa"), key=lambda p: p.stat().st_mtime)
-    return built[-1] if built else None
+    given = json.loads((out / "report.json").read_text())["spark"].get("class_archive")
+    return Path(given["path"]) if given is not None and Path(given["path"]).is_file() else None
 
 
 def _cmdline(proc: Path) -> str:

@@ -265,6 +265,16 @@ def _load_config(args: argparse.Namespace, overrides: dict[str, Any]) -> Any:
     return cfg
 
 
+def _archive_note(started: Any) -> None:
+    """Say so when this run left a process behind it to build the class archive."""
+    if started.archive_building is not None:
+        log.info(
+            "class archive: built in the background after this run, for faster starts (%s; "
+            "NEARDUP_CLASS_ARCHIVE=0 turns it off)",
+            started.archive_building,
+        )
+
+
 def _session(
     args: argparse.Namespace,
     cfg: Any,
@@ -342,6 +352,7 @@ def _dedup(args: argparse.Namespace, run: RunFacts) -> int:
     )
     if started.jvm_log is not None:
         log.info("Spark's own log: %s (kept if the run fails; --debug shows it here)", started.jvm_log)
+    _archive_note(started)
     for key in started.not_applied:
         log.warning("%s was not applied: the active Spark session cannot change it", key)
     result = dedup.run(spark, cfg, args.input, args.output, against=args.against)
@@ -356,6 +367,7 @@ def _index(args: argparse.Namespace, run: RunFacts) -> int:
     spark = _session(args, cfg, run)
     if run.started.jvm_log is not None:
         log.info("Spark's own log: %s (kept if the run fails; --debug shows it here)", run.started.jvm_log)
+    _archive_note(run.started)
     from neardup.commands import index
 
     if args.index_command == "build":
@@ -412,6 +424,7 @@ def _tune(args: argparse.Namespace, run: RunFacts) -> int:
         spark = _session(args, cfg, run)
         if run.started.jvm_log is not None:
             log.info("Spark's own log: %s (--debug shows it here)", run.started.jvm_log)
+        _archive_note(run.started)
         drawn = dedup.sample(spark, cfg, args.input, size, max_bytes)
         with StageLog().stage("measure") as counts:
             pairs = measure_pairs(drawn.texts, sign_params(cfg))
@@ -475,6 +488,7 @@ def _decontaminate(args: argparse.Namespace, run: RunFacts) -> int:
     )
     if run.started.jvm_log is not None:
         log.info("Spark's own log: %s (kept if the run fails; --debug shows it here)", run.started.jvm_log)
+    _archive_note(run.started)
     result = decontaminate.run(spark, cfg, args.input, args.reference, args.output)
     print(decontaminate.summary(result.output, result.report))
     return EXIT_OK

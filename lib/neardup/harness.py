@@ -45,7 +45,7 @@ from neardup.kernels.signatures import SignParams
 from neardup.runtime.fs import FileSystem
 from neardup.runtime.jobgroups import JobGroups
 from neardup.runtime.memory import BatchSizes, human, slot_share
-from neardup.runtime.session import heap_and_slots
+from neardup.runtime.session import archive_report, heap_and_slots
 from neardup.runtime.sizing import (
     InputProfile,
     batch_settings,
@@ -401,6 +401,8 @@ def spark_report(spark: SparkSession) -> dict[str, Any]:
         # A number, or as given where it is not one (Databricks takes "auto").
         "shuffle_partitions": int(partitions) if partitions.isdigit() else partitions,
         "adaptive": str(spark.conf.get("spark.sql.adaptive.enabled")).lower() == "true",
+        # A local JVM neardup launched: the class archive (runtime/class_archive.py).
+        "class_archive": archive_report(),
     }
 
 

@@ -9,6 +9,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "sample" / "corpus.jsonl.gz"
+# The line a run prints when it leaves a process behind to build the class archive (a regex).
+ARCHIVE_NOTE = (
+    r"class archive: built in the background after this run, for faster starts \(/\S+\.jsa; "
+    r"NEARDUP_CLASS_ARCHIVE=0 turns it off\)"
+)
 
 
 def neardup(

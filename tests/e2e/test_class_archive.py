@@ -5,12 +5,14 @@ archive it dumps is mapped by the next run, whose outputs are the first run's.""
 from __future__ import annotations
 
 import gzip
+import json
 import os
+import re
 import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from cli_process import SAMPLE, neardup
+from cli_process import ARCHIVE_NOTE, SAMPLE, neardup
 
 SPARK_CLASS = "org.apache.spark.SparkContext source: "
 
@@ -36,21 +38,28 @@ def test_the_second_run_maps_the_classes_the_first_loaded(tmp_path: Path) -> Non
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "NUMBA_CACHE_DIR": numba}
     folder = tmp_path / "cache" / "neardup" / "jvm"
 
-    def run(n: int) -> Path:
+    def run(n: int) -> tuple[Path, list[str]]:
         out, log = tmp_path / f"out{n}", tmp_path / f"classes{n}.log"
         loads = f"spark.driver.extraJavaOptions=-Xlog:class+load=info:file={log}"
         proc = neardup("dedup", "--input", str(corpus), "--output", str(out), "--conf", loads, env=env)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        return log
+        return log, [line for line in proc.stderr.splitlines() if "class archive" in line]
 
-    first = run(1)
+    first, said = run(1)
     assert _where_spark_came_from(first).endswith(".jar")
+    (note,) = said
+    assert re.fullmatch(rf"\d\d:\d\d:\d\d neardup {ARCHIVE_NOTE}", note) and str(folder) in note
     # The builder waits for the first run's JVM to exit, then dumps (about 30 s of CPU).
     deadline = time.time() + 600
     while not list(folder.glob("*.jsa")) and time.time() < deadline:
         time.sleep(2)
     assert [p.suffix for p in folder.iterdir()] == [".jsa"], sorted(folder.iterdir())
-    second = run(2)
+    second, said = run(2)
     assert _where_spark_came_from(second) == "shared objects file"
+    assert said == []
+    (archive,) = folder.iterdir()
+    for n, mapped in [(1, False), (2, True)]:
+        report = json.loads((tmp_path / f"out{n}" / "report.json").read_text())
+        assert report["spark"]["class_archive"] == {"path": str(archive), "mapped": mapped}
     for name in ("clusters", "kept"):
         assert _sorted_rows(tmp_path / "out2", name) == _sorted_rows(tmp_path / "out1", name)

@@ -149,12 +149,12 @@ def _drop_stale_lists(where: Path) -> None:
                 p.unlink()
 
 
-def build_after_exit(plan: Plan, spark: Any, pid: int) -> None:
+def build_after_exit(plan: Plan, spark: Any, pid: int) -> bool:
     """Start the detached builder for the class list `plan` records: it waits for the JVM
     (process `pid`) to exit, then dumps the archive from that JVM's own class path, java
-    and heap and collector options (read from it now)."""
+    and heap and collector options (read from it now). True if it started."""
     if plan.record is None:
-        return
+        return False
     try:
         jvm = spark.sparkContext._jvm
         system = jvm.java.lang.System
@@ -179,6 +179,8 @@ def build_after_exit(plan: Plan, spark: Any, pid: int) -> None:
         )
     except Exception as e:  # the run goes on without an archive
         log.debug("class archive: not built (%s)", e)
+        return False
+    return True
 
 
 def build(spec: Mapping[str, Any]) -> bool:

@@ -68,6 +68,7 @@ SMALL_INPUT_SETTINGS = {"spark.sql.adaptive.enabled": "false"}
 LOG_DAYS = 7
 _launched_log: Path | None = None  # see launched_log()
 _launched_here = False  # see launched_here()
+_archive: class_archive.Plan | None = None  # see archive_report()
 
 
 @dataclass
@@ -79,6 +80,7 @@ class Started:
     heap_note: str  # e.g. "JVM heap 12g (half of this machine's 24 GB)"
     jvm_log: Path | None = None  # where a JVM launched here writes its own output
     not_applied: list[str] = field(default_factory=list)  # --conf keys a live session refused
+    archive_building: Path | None = None  # the class archive a builder left behind will write
 
 
 def get_spark(
@@ -144,6 +146,8 @@ def start(
     launching = not _submitted() and SparkContext._gateway is None
     # A local JVM launched here maps Spark's classes from an archive once one is built.
     archive = class_archive.plan({**settings, **conf}) if local and launching else None
+    global _archive
+    _archive = archive
     if not _submitted():
         options = [*java_options, *(archive.options if archive is not None else ())]
         joined = " ".join([*options, conf.get(EXTRA_JAVA_OPTIONS, "")]).strip()
@@ -162,11 +166,13 @@ def start(
         for k, v in settings.items():
             builder = builder.config(k, v)
         spark = builder.getOrCreate()
-    if archive is not None and archive.record is not None and jvm_process() is not None:
-        class_archive.build_after_exit(archive, spark, jvm_process().pid)
+    building = None
+    proc = jvm_process()
+    if archive is not None and proc is not None and class_archive.build_after_exit(archive, spark, proc.pid):
+        building = archive.archive
     if _submitted():
         _submitted_local_settings(spark, small_input)
-    return Started(spark, False, heap_note, jvm_log)
+    return Started(spark, False, heap_note, jvm_log, archive_building=building)
 
 
 def _submitted_local_settings(spark: SparkSession, small_input: bool) -> None:
@@ -405,6 +411,15 @@ def launched_here() -> bool:
     """Whether this module launched the JVM of this process's session (not spark-submit,
     not a session someone else made, as in a notebook or under Databricks)."""
     return _launched_here
+
+
+def archive_report() -> dict[str, Any] | None:
+    """For report.json: the class archive the JVM launched here was given to map ("mapped":
+    true; the JVM ignores one that does not match it) or records the classes for (false);
+    None where it had neither."""
+    if _archive is None:
+        return None
+    return {"path": str(_archive.archive), "mapped": _archive.record is None}
 
 
 def jvm_process() -> Any:
