@@ -27,7 +27,10 @@ log = logging.getLogger("neardup")
 # What dedup's driver imports after the session is up and that takes about a second to
 # import, numba and pyarrow (through the kernels): imported while the JVM starts instead.
 # With report.html, matplotlib too (report/charts.py).
-_DEDUP_PRELOAD = ["neardup.kernels.signatures"]
+# The driver's first kernel call loads numba's compiled code and sets up its code generator
+# (0.3 s): done while the JVM starts. (Normalization is the driver's first kernel where it
+# scores pairs itself: the star rounds and the guard of a small run.)
+_DEDUP_PRELOAD = ["neardup.kernels.signatures", "neardup.kernels.textnorm:warm"]
 _HTML_PRELOAD = ["neardup.report.charts"]
 # `neardup tune --input` defaults: documents and text bytes of the sample, test level.
 SAMPLE_SIZE, SAMPLE_BYTES, ALPHA = 10_000, "64m", 0.01

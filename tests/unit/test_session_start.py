@@ -48,6 +48,21 @@ def test_a_failing_import_is_left_to_the_caller(tmp_path: Path, monkeypatch: pyt
         import broken_mod  # noqa: F401
 
 
+def test_a_function_named_after_the_module_is_called_in_the_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "preload_mod_c.py").write_text(
+        "import threading\nCALLS = []\n"
+        "def warm():\n    CALLS.append(threading.current_thread().name)\n"
+        "def broken():\n    raise RuntimeError('left to the caller')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "preload_mod_c", raising=False)
+    with preloaded(["preload_mod_c:broken", "preload_mod_c:warm", "preload_mod_c:warm"]):
+        pass
+    assert sys.modules["preload_mod_c"].CALLS == ["neardup-preload", "neardup-preload"]
+
+
 def test_nothing_to_load_starts_no_thread() -> None:
     before = threading.active_count()
     with preloaded([]):

@@ -111,6 +111,12 @@ def normalize(
     return out
 
 
+def warm() -> None:
+    """Load the whitespace kernel's compiled code (the command line calls this while the
+    JVM starts, `session.preloaded`)."""
+    collapse_whitespace(pa.array(["A  b"], pa.large_string()), lowercase=True)
+
+
 # 1 for the ASCII bytes in Python's isspace() set: \t \n \v \f \r, U+001C..U+001F, space.
 _ASCII_SPACE = np.zeros(128, dtype=np.uint8)
 _ASCII_SPACE[[0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x1F, 0x20]] = 1

@@ -194,13 +194,17 @@ def preloaded(modules: Sequence[str]) -> Iterator[None]:
     """Import `modules` in a thread while the block runs (the JVM starting: seconds in which
     this process mostly waits), and wait for them at its end. Meant for libraries the JVM's
     start does not import itself (numba, pyarrow, matplotlib), so the two never import the
-    same module at once. An import that fails here is left for the caller's own import
-    to raise where it would have anyway."""
+    same module at once. `module:function` also calls the module's function, of no
+    arguments, after the import (a kernel's compiled code loaded). An import or call that
+    fails here is left for the caller's own to raise where it would have anyway."""
 
     def load() -> None:
         for name in modules:
+            module, _, function = name.partition(":")
             with contextlib.suppress(Exception):
-                importlib.import_module(name)
+                loaded = importlib.import_module(module)
+                if function:
+                    getattr(loaded, function)()
 
     thread = threading.Thread(target=load, name="neardup-preload", daemon=True)
     if modules:
