@@ -13,6 +13,11 @@ from graphframes_env import GRAPHFRAMES
 # Executors' Python must be this interpreter (the venv that has numba, pyarrow...).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+# No class archive for the suite's JVMs (runtime/class_archive.py): its sessions and command
+# lines run with half a dozen heaps and two Sparks, each a key of its own, whose archives
+# would be built (half a minute of CPU each) and pruned in turn in the user's cache.
+# tests/e2e/test_class_archive.py turns it on, with a folder of its own.
+os.environ.setdefault("NEARDUP_CLASS_ARCHIVE", "0")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

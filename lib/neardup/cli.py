@@ -194,19 +194,32 @@ def _add_index_parser(sub: Any) -> None:
 
 
 def console() -> int:
-    """The `neardup` program: `main`, then, where this process launched its own JVM, an
+    """The `neardup` program: `main`, then, where this process is the program itself (its
+    main module the console script or `python -m neardup`) and launched its own JVM, an
     immediate exit once the streams are flushed. Every output is published by then, and
     tearing down the modules a run imported (numba, llvmlite, scipy, matplotlib) took 0.4 s
-    of a 12 s run. Where the session was someone else's (Databricks calls this entry in its
-    driver's process), or no JVM started, it returns the exit code as `main` does."""
+    of a 12 s run. Called in a host's process instead (Databricks calls this entry in its
+    driver's, with its session; a notebook or a task runner might without one), it returns
+    the exit code as `main` does."""
     code = main()
     session = sys.modules.get("neardup.runtime.session")
-    if session is not None and session.launched_here():
+    if _the_program() and session is not None and session.launched_here():
         sys.stdout.flush()
         sys.stderr.flush()
         logging.shutdown()
         os._exit(code)
     return code
+
+
+def _the_program() -> bool:
+    """Whether this process runs neardup as its program: its main module is the `neardup`
+    console script or `neardup.__main__`."""
+    top = sys.modules.get("__main__")
+    spec = getattr(top, "__spec__", None)
+    if spec is not None and spec.name == "neardup.__main__":
+        return True
+    path = getattr(top, "__file__", None) or ""
+    return os.path.basename(path).removesuffix(".exe") == "neardup"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

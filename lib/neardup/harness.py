@@ -45,7 +45,7 @@ from neardup.kernels.signatures import SignParams
 from neardup.runtime.fs import FileSystem
 from neardup.runtime.jobgroups import JobGroups
 from neardup.runtime.memory import BatchSizes, human, slot_share
-from neardup.runtime.session import archive_report, heap_and_slots
+from neardup.runtime.session import archive_report, heap_and_slots, local_cores
 from neardup.runtime.sizing import (
     InputProfile,
     batch_settings,
@@ -316,7 +316,8 @@ def _warm_python(r: RunContext) -> None:
     if not str(r.spark.sparkContext.master).startswith("local"):
         return
     params, method = sign_params(r.cfg), r.cfg.verify.method
-    slots = r.spark.sparkContext.defaultParallelism
+    # The master's task slots (a user's spark.default.parallelism would not be slots).
+    slots = local_cores(str(r.spark.sparkContext.master))
 
     def collect() -> None:
         # A failure here (a worker that cannot import the kernels) is the signing stage's

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
 import time
 from pathlib import Path
@@ -32,11 +31,8 @@ def test_the_second_run_maps_the_classes_the_first_loaded(tmp_path: Path) -> Non
     corpus = tmp_path / "corpus.jsonl.gz"
     with gzip.open(SAMPLE, "rt", encoding="utf-8") as f, gzip.open(corpus, "wt", encoding="utf-8") as g:
         g.writelines(line for _, line in zip(range(400), f, strict=False))
-    numba = os.environ.get("NUMBA_CACHE_DIR") or str(
-        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "numba"
-    )
-    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "NUMBA_CACHE_DIR": numba}
-    folder = tmp_path / "cache" / "neardup" / "jvm"
+    folder = tmp_path / "jvm"
+    env = {"NEARDUP_CLASS_ARCHIVE": "1", "NEARDUP_CLASS_ARCHIVE_DIR": str(folder)}
 
     def run(n: int) -> tuple[Path, list[str]]:
         out, log = tmp_path / f"out{n}", tmp_path / f"classes{n}.log"
@@ -49,11 +45,17 @@ def test_the_second_run_maps_the_classes_the_first_loaded(tmp_path: Path) -> Non
     assert _where_spark_came_from(first).endswith(".jar")
     (note,) = said
     assert re.fullmatch(rf"\d\d:\d\d:\d\d neardup {ARCHIVE_NOTE}", note) and str(folder) in note
-    # The builder waits for the first run's JVM to exit, then dumps (about 30 s of CPU).
+    # The builder waits for the first run's JVM to exit, then dumps (about 30 s of CPU), and
+    # removes its list, its spec and its lock: the folder holds the archive alone.
     deadline = time.time() + 600
-    while not list(folder.glob("*.jsa")) and time.time() < deadline:
+    while time.time() < deadline:
+        names = sorted(p.name for p in folder.iterdir())
+        failed = list(folder.glob("*.failed"))
+        assert not failed, failed[0].read_text(errors="replace")
+        if [Path(n).suffix for n in names] == [".jsa"]:
+            break
         time.sleep(2)
-    assert [p.suffix for p in folder.iterdir()] == [".jsa"], sorted(folder.iterdir())
+    assert [Path(n).suffix for n in names] == [".jsa"], names
     second, said = run(2)
     assert _where_spark_came_from(second) == "shared objects file"
     assert said == []

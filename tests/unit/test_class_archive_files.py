@@ -18,9 +18,21 @@ SETTINGS = {"spark.driver.memory": "2g"}
 
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.delenv(ca.ENV, raising=False)
-    return tmp_path / "neardup" / "jvm"
+    """The archive's folder, a Spark home of two jars and a java executable, all made here:
+    no JVM, no installed Spark."""
+    home = tmp_path / "spark"
+    (home / "jars").mkdir(parents=True)
+    for name in ("spark-core.jar", "py4j.jar"):
+        (home / "jars" / name).write_bytes(b"jar")
+    java = tmp_path / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text("#!/bin/sh\n")
+    monkeypatch.setenv("SPARK_HOME", str(home))
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    monkeypatch.delenv("JAVA_TOOL_OPTIONS", raising=False)
+    monkeypatch.setenv(ca.ENV, "1")
+    monkeypatch.setenv(ca.DIR_ENV, str(tmp_path / "jvm"))
+    return tmp_path / "jvm"
 
 
 def test_without_an_archive_a_run_records_its_classes(cache: Path) -> None:
@@ -38,25 +50,61 @@ def test_with_an_archive_a_run_maps_it_quietly(cache: Path) -> None:
     assert plan == ca.Plan((f"-XX:SharedArchiveFile={cache / f'{k}.jsa'}", *ca.QUIET), cache / f"{k}.jsa")
 
 
-def test_the_key_follows_the_heap_and_the_class_path(cache: Path) -> None:
-    keys = {
+def test_the_key_follows_the_heap_the_class_path_and_the_jars(cache: Path, tmp_path: Path) -> None:
+    keys = [
         ca.key(SETTINGS),
         ca.key({"spark.driver.memory": "64g"}),
         ca.key({**SETTINGS, "spark.driver.extraClassPath": "/opt/extra.jar"}),
-    }
-    assert len(keys) == 3 and None not in keys
-    assert ca.key(dict(SETTINGS)) == ca.key(SETTINGS)
+    ]
+    (tmp_path / "spark" / "jars" / "spark-core.jar").write_bytes(b"another jar")
+    keys.append(ca.key(SETTINGS))
+    assert len(set(keys)) == 4 and None not in keys
+    assert ca.key(dict(SETTINGS)) == keys[-1]
+
+
+def test_no_key_without_a_java_or_a_spark_home(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "nowhere"))
+    assert ca.key(SETTINGS) is None and ca.plan(SETTINGS) is None
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "spark"))
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nowhere"))
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    assert ca.key(SETTINGS) is None and ca.plan(SETTINGS) is None
+
+
+def test_a_folder_with_a_space_or_that_cannot_be_made_means_no_archive(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Spark's launcher would split the option at the space.
+    monkeypatch.setenv(ca.DIR_ENV, str(tmp_path / "my cache"))
+    assert ca.plan(SETTINGS) is None
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv(ca.DIR_ENV, str(tmp_path / "a-file" / "jvm"))
+    assert ca.plan(SETTINGS) is None
 
 
 @pytest.mark.parametrize(
-    ("env", "options"),
-    [("0", ""), ("off", ""), ("1", "-Xshare:off"), ("1", "-XX:SharedArchiveFile=/mine.jsa -Xmx1g")],
+    ("env", "key", "options"),
+    [
+        ("0", ca.EXTRA_JAVA_OPTIONS, ""),
+        ("off", ca.EXTRA_JAVA_OPTIONS, ""),
+        ("1", ca.EXTRA_JAVA_OPTIONS, "-Xshare:off"),
+        ("1", ca.EXTRA_JAVA_OPTIONS, "-XX:SharedArchiveFile=/mine.jsa -Xmx1g"),
+        ("1", ca.DEFAULT_JAVA_OPTIONS, "-XX:SharedArchiveFile=/mine.jsa"),
+        ("1", "JAVA_TOOL_OPTIONS", "-XX:ArchiveClassesAtExit=/mine.jsa"),
+    ],
 )
 def test_off_by_the_environment_or_the_user_s_own_options(
-    cache: Path, monkeypatch: pytest.MonkeyPatch, env: str, options: str
+    cache: Path, monkeypatch: pytest.MonkeyPatch, env: str, key: str, options: str
 ) -> None:
+    assert ca.plan(SETTINGS) is not None
     monkeypatch.setenv(ca.ENV, env)
-    assert ca.plan({**SETTINGS, ca.EXTRA_JAVA_OPTIONS: options}) is None
+    if key == "JAVA_TOOL_OPTIONS":
+        monkeypatch.setenv(key, options)
+        assert ca.plan(SETTINGS) is None
+    else:
+        assert ca.plan({**SETTINGS, key: options}) is None
 
 
 def test_a_failed_build_or_a_live_builder_is_not_repeated(cache: Path) -> None:

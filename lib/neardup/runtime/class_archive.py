@@ -15,11 +15,18 @@ background, from the classes a run of its own loaded:
    pointer sizes) and ignores one that does not match, its warning silenced: a stale archive
    costs the gain, never the run.
 
-Where: ``<XDG_CACHE_HOME or ~/.cache>/neardup/jvm/<key>.jsa``. The key digests the java
-executable, Spark's jars (names, sizes, times), whatever else joins the class path, and the
-heap. The three newest archives are kept. ``NEARDUP_CLASS_ARCHIVE=0`` turns this off, and a
-user's own -Xshare or archive options leave it off. spark-submit's JVM, an active session's
-and a cluster's executors are never touched.
+Where: ``NEARDUP_CLASS_ARCHIVE_DIR``, else ``<XDG_CACHE_HOME or ~/.cache>/neardup/jvm/``,
+``<key>.jsa``. The key digests the java executable, Spark's jars (names, sizes, times),
+whatever else joins the class path, and the heap. The three most recently used archives are
+kept. A dump that fails leaves ``<key>.failed`` (the JDK's reason) and is not retried until
+that file is deleted: a Spark distribution whose ``conf/`` directory is not empty is one such
+case, since the JDK archives no class path with a non-empty directory before a jar.
+
+Off: ``NEARDUP_CLASS_ARCHIVE=0``; a user's own -Xshare or archive options (in
+spark.driver.extraJavaOptions or defaultJavaOptions, or JAVA_TOOL_OPTIONS); a folder whose
+path has a space (Spark's launcher splits the options at spaces); other systems than POSIX;
+anything that fails while planning. spark-submit's JVM, an active session's and a cluster's
+executors are never touched.
 """
 
 from __future__ import annotations
@@ -41,7 +48,9 @@ from typing import Any
 log = logging.getLogger("neardup")
 
 ENV = "NEARDUP_CLASS_ARCHIVE"
+DIR_ENV = "NEARDUP_CLASS_ARCHIVE_DIR"
 EXTRA_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+DEFAULT_JAVA_OPTIONS = "spark.driver.defaultJavaOptions"
 # Options of the user's that mean they manage class sharing themselves.
 _USERS_OWN = (
     "-Xshare",
@@ -51,8 +60,8 @@ _USERS_OWN = (
     "ArchiveClassesAtExit",
 )
 # A mismatched archive is reported by the JVM as a warning on its output: silenced.
-QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
-KEEP = 3  # archives kept in the folder: this key's and two others (other venvs, Javas, heaps)
+QUIET = ("-Xlog:cds*=off",)
+KEEP = 3  # archives kept in the folder, the most recently used: other venvs, Javas, heaps
 LOCK_STALE_S = 3600  # a builder's lock older than this was left by a builder that died
 LIST_STALE_S = 86400  # a class list older than this was left by a run whose builder died
 
@@ -67,6 +76,10 @@ class Plan:
 
 
 def folder() -> Path:
+    """DIR_ENV if set, else `<XDG_CACHE_HOME or ~/.cache>/neardup/jvm`."""
+    given = os.environ.get(DIR_ENV)
+    if given:
+        return Path(given)
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "neardup" / "jvm"
 
 
@@ -91,7 +104,7 @@ def key(settings: Mapping[str, str]) -> str | None:
 
         jars = Path(_find_spark_home()) / "jars"
         listing = sorted(_stamp(p) for p in jars.iterdir())
-    except Exception:  # no Spark home to read: nothing to key by
+    except (Exception, SystemExit):  # no Spark home to read (pyspark exits then): no key
         return None
     if java is None:
         return None
@@ -112,25 +125,46 @@ def key(settings: Mapping[str, str]) -> str | None:
 
 def plan(settings: Mapping[str, str]) -> Plan | None:
     """What a local JVM about to be launched with `settings` adds to its options: the
-    archive where one exists, else a class list to build it from (None: neither)."""
+    archive where one exists, else a class list to build it from (None: neither, and
+    whatever goes wrong here: the run goes on without an archive)."""
+    try:
+        return _plan(settings)
+    except Exception as e:
+        log.debug("class archive: none (%s)", e)
+        return None
+
+
+def _plan(settings: Mapping[str, str]) -> Plan | None:
     if os.environ.get(ENV, "1").strip().lower() in ("0", "false", "no", "off"):
         return None
-    if any(word in settings.get(EXTRA_JAVA_OPTIONS, "") for word in _USERS_OWN):
+    # POSIX only: the builder waits with kill(pid, 0) and lowers its priority with nice.
+    if os.name != "posix":
+        return None
+    given = " ".join(
+        [
+            settings.get(EXTRA_JAVA_OPTIONS, ""),
+            settings.get(DEFAULT_JAVA_OPTIONS, ""),
+            os.environ.get("JAVA_TOOL_OPTIONS", ""),
+        ]
+    )
+    if any(word in given for word in _USERS_OWN):
         return None
     k = key(settings)
-    if k is None:
-        return None
     where = folder()
+    # Spark's launcher splits the options at spaces: a path with one would break the JVM's start.
+    if k is None or any(c.isspace() for c in str(where)):
+        return None
     archive = where / f"{k}.jsa"
     if archive.is_file():
+        with contextlib.suppress(OSError):  # the newest used survive pruning (_prune)
+            os.utime(archive)
         return Plan((f"-XX:SharedArchiveFile={archive}", *QUIET), archive)
     if (where / f"{k}.failed").exists() or _locked(where / f"{k}.lock"):
         return None
-    try:
-        where.mkdir(parents=True, exist_ok=True)
-    except OSError:
+    where.mkdir(parents=True, exist_ok=True)
+    if not os.access(where, os.W_OK | os.X_OK):  # the JVM could not write its list there
         return None
-    _drop_stale_lists(where)
+    _drop_stale(where)
     record = where / f"{k}.{os.getpid()}.classlist"
     return Plan((f"-XX:DumpLoadedClassList={record}",), archive, record)
 
@@ -142,8 +176,9 @@ def _locked(lock: Path) -> bool:
         return False
 
 
-def _drop_stale_lists(where: Path) -> None:
-    for p in where.glob("*.classlist"):
+def _drop_stale(where: Path) -> None:
+    """Class lists, specs and half-written archives left by builders that died."""
+    for p in [*where.glob("*.classlist"), *where.glob("*.spec"), *where.glob("*.tmp")]:
         with contextlib.suppress(OSError):
             if time.time() - p.stat().st_mtime > LIST_STALE_S:
                 p.unlink()
@@ -169,8 +204,11 @@ def build_after_exit(plan: Plan, spark: Any, pid: int) -> bool:
             "list": str(plan.record),
             "archive": str(plan.archive),
         }
+        # In a file: a long class path could pass the limit of one command-line argument.
+        spec_file = plan.record.with_suffix(".spec")
+        spec_file.write_text(json.dumps(spec))
         subprocess.Popen(
-            [sys.executable, "-m", "neardup.runtime.class_archive", json.dumps(spec)],
+            [sys.executable, "-m", "neardup.runtime.class_archive", str(spec_file)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -215,10 +253,15 @@ def build(spec: Mapping[str, Any]) -> bool:
             "-cp",
             spec["class_path"],
         ]
-        done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=1800)
-        if done.returncode != 0 or not tmp.is_file():
-            # Not retried: the same Java and class path would fail the same way.
-            archive.with_suffix(".failed").write_bytes(done.stderr[-4000:])
+        try:
+            done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=1800)
+            failed = done.stderr[-4000:] if done.returncode != 0 or not tmp.is_file() else None
+        except subprocess.TimeoutExpired:
+            failed = b"java -Xshare:dump took more than 1800 s\n"
+        if failed is not None:
+            # Not retried (delete the marker to retry): the same Java and class path would
+            # most likely fail the same way.
+            archive.with_suffix(".failed").write_bytes(failed)
             return False
         os.replace(tmp, archive)
         _prune(archive)
@@ -248,7 +291,8 @@ def _complete_lines(path: Path) -> None:
 
 
 def _prune(keep: Path) -> None:
-    """Delete all but the KEEP newest archives of the folder (`keep` among them)."""
+    """Delete all but the KEEP most recently used archives of the folder (`keep` among them:
+    `plan` touches an archive it hands out)."""
     others = sorted((p for p in keep.parent.glob("*.jsa") if p != keep), key=lambda p: p.stat().st_mtime)
     for p in others[: max(0, len(others) - (KEEP - 1))]:
         with contextlib.suppress(OSError):
@@ -256,4 +300,7 @@ def _prune(keep: Path) -> None:
 
 
 if __name__ == "__main__":
-    build(json.loads(sys.argv[1]))
+    spec_path = Path(sys.argv[1])
+    loaded = json.loads(spec_path.read_text())
+    spec_path.unlink(missing_ok=True)
+    build(loaded)
