@@ -23,12 +23,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neardup import columns as C
-from neardup.kernels.arrow import run_starts
-from neardup.kernels.hashing import shingle_hashes
+from neardup.kernels.arrow import run_starts, text_buffers
+from neardup.kernels.hashing import MASK64, check_shingle_args, shingle_keys
+from neardup.kernels.head_jaccard import jaccard_to_heads
 from neardup.kernels.minhash import estimate_jaccard
 from neardup.kernels.signatures import SignParams
-from neardup.kernels.similarity import jaccard_of_pairs, signature_matrix
+from neardup.kernels.similarity import signature_matrix
 from neardup.kernels.textnorm import normalize
+
+_NONE = np.empty(0, dtype=np.uint64)
 
 
 class GroupOrderError(RuntimeError):
@@ -45,30 +48,33 @@ def score_groups(
     batches: Iterable[pa.RecordBatch], p: SignParams, threshold: float
 ) -> Iterator[pa.RecordBatch]:
     """(_group, _id, _text) batches -> (src, dst, similarity) of the edges scoring >= threshold."""
-    carried: tuple[pa.Scalar, np.ndarray] | None = None  # (source, shingle set) of the open group
+    carried: tuple[pa.Scalar, np.ndarray] | None = None  # (source, shingle hashes) of the open group
+    word_mode = check_shingle_args(p.unit, p.ngram, p.char_ngram)
+    keys = shingle_keys(p.seed & MASK64)
     for batch in batches:
         n = len(batch)
         if n == 0:
             continue
         groups, ids = batch.column(C.GROUP), batch.column(C.DOC_ID)
         norm = normalize(batch.column(C.TEXT), lowercase=p.lowercase, strip_punctuation=p.strip_punctuation)
-        offsets, hashes = shingle_hashes(norm, p.unit, p.ngram, p.char_ngram, p.seed)
         is_head = np.asarray(pc.equal(groups, ids))
         starts = run_starts(groups)
         heads = starts.copy()  # the row of each run's head; row n stands for the carried set
+        held = _NONE
         if not is_head[0]:
             if carried is None or carried[0] != groups[0]:
                 raise GroupOrderError("verify: a group's rows arrived without its source first")
             heads[0] = n
-            offsets = np.append(offsets, offsets[-1] + len(carried[1]))
-            hashes = np.concatenate([hashes, carried[1]])
+            held = carried[1]
         if not is_head[starts[1:]].all():
             raise GroupOrderError("verify: a group's rows arrived without its source first")
         head_of = np.repeat(heads, np.diff(np.append(starts, n)))
         members = np.flatnonzero(~is_head)
-        sim = jaccard_of_pairs(offsets, hashes, head_of[members], members)
-        last = int(head_of[-1])
-        carried = (groups[n - 1], hashes[offsets[last] : offsets[last + 1]].copy())
+        text_starts, text_ends, data = text_buffers(norm)
+        sim, tail = jaccard_to_heads(
+            text_starts, text_ends, data, word_mode, p.ngram, p.char_ngram, keys, head_of, members, held
+        )
+        carried = (groups[n - 1], tail)
         keep = sim >= threshold
         take = pa.array(members[keep])
         yield _edges(groups.take(take), ids.take(take), sim[keep])
