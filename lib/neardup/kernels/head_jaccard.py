@@ -30,52 +30,74 @@ F64Array = npt.NDArray[np.float64]
 
 
 @njit(cache=True, nogil=True)
-def _bits_for(c: int) -> int:
-    """Bits of a table with at least 2c slots (load at most one half)."""
-    bits = 4
-    while (1 << bits) < 2 * c:
-        bits += 1
-    return bits
-
-
-@njit(cache=True, nogil=True)
-def _grown(arr: np.ndarray, size: int) -> np.ndarray:
-    if arr.shape[0] >= size:
-        return arr
-    return np.zeros(size, dtype=arr.dtype)
-
-
-@njit(cache=True, nogil=True)
-def _fill(hashes: U64Array, c: int, keys: U64Array, stamps: I64Array, stamp: int, bits: int) -> int:
-    """Put hashes[:c] in the table of 2**bits slots under `stamp`; return how many distinct."""
-    mask = (1 << bits) - 1
-    shift = np.uint64(64 - bits)
-    distinct = 0
-    for t in range(c):
-        v = hashes[t]
-        s = np.intp(v >> shift)
-        seen = False
-        while stamps[s] == stamp:
-            if keys[s] == v:
-                seen = True
-                break
-            s = (s + 1) & mask
-        if not seen:
-            keys[s] = v
-            stamps[s] = stamp
-            distinct += 1
-    return distinct
-
-
-@njit(cache=True, nogil=True)
-def _in_table(v: np.uint64, keys: U64Array, stamps: I64Array, stamp: int, bits: int) -> bool:
+def _found(v: np.uint64, keys: U64Array, stamps: I64Array, stamp: int, bits: int) -> tuple[bool, int]:
+    """Whether v is in the table of 2**bits slots under `stamp`, and its slot (or where it
+    goes)."""
     mask = (1 << bits) - 1
     s = np.intp(v >> np.uint64(64 - bits))
     while stamps[s] == stamp:
         if keys[s] == v:
-            return True
+            return True, s
         s = (s + 1) & mask
-    return False
+    return False, s
+
+
+@njit(cache=True, nogil=True)
+def _fill(
+    hashes: U64Array,
+    c: int,
+    table: tuple[U64Array, I64Array, int, int],
+    other: tuple[U64Array, I64Array, int, int],
+) -> tuple[int, int]:
+    """Put hashes[:c] in `table` (keys, stamps, stamp, bits); return how many are distinct,
+    and how many of those are in `other` (a stamp of -1: none)."""
+    keys, stamps, stamp, bits = table
+    other_keys, other_stamps, other_stamp, other_bits = other
+    distinct = 0
+    shared = 0
+    for t in range(c):
+        v = hashes[t]
+        seen, s = _found(v, keys, stamps, stamp, bits)
+        if not seen:
+            keys[s] = v
+            stamps[s] = stamp
+            distinct += 1
+            if other_stamp >= 0 and _found(v, other_keys, other_stamps, other_stamp, other_bits)[0]:
+                shared += 1
+    return distinct, shared
+
+
+@njit(cache=True, nogil=True)
+def _shingles(
+    data: U8Array,
+    start: int,
+    end: int,
+    word_mode: bool,
+    n: int,
+    char_n: int,
+    shingle_keys: U64Array,
+    ring: U64Array,
+    buf: U64Array,
+) -> tuple[U64Array, int]:
+    """The document's shingle hashes in buf[:c] (buf grown if need be): (buf, c)."""
+    c = _doc_shingle_count(data, start, end, word_mode, n, char_n)
+    if buf.shape[0] < c:
+        buf = np.empty(c, dtype=np.uint64)
+    return buf, doc_shingles(data, start, end, word_mode, n, char_n, shingle_keys, ring, buf, 0)
+
+
+@njit(cache=True, nogil=True)
+def _table(keys: U64Array, stamps: I64Array, stamp: int, c: int) -> tuple[U64Array, I64Array, int, int]:
+    """A table for c hashes: the arrays (grown, with fresh stamps, if too small), the next
+    stamp and the bits."""
+    bits = 4
+    while (1 << bits) < 2 * c:
+        bits += 1
+    if keys.shape[0] < (1 << bits):
+        keys = np.empty(1 << bits, dtype=np.uint64)
+        stamps = np.zeros(1 << bits, dtype=np.int64)
+        stamp = 0
+    return keys, stamps, stamp + 1, bits
 
 
 @njit(cache=True, nogil=True)
@@ -95,73 +117,34 @@ def _jaccard_to_heads_kernel(
     out = np.empty(members.shape[0], dtype=np.float64)
     ring = np.empty(max(n, 1), dtype=np.uint64)
     buf = np.empty(16, dtype=np.uint64)
-    head_keys = np.zeros(16, dtype=np.uint64)
-    head_stamps = np.zeros(16, dtype=np.int64)
-    keys = np.zeros(16, dtype=np.uint64)
-    stamps = np.zeros(16, dtype=np.int64)
-    stamp = 0  # the current member's set; the head's table has its own counter
-    head_stamp = 0
+    empty = np.zeros(1, dtype=np.uint64), np.zeros(1, dtype=np.int64), -1, 0
+    head_table = np.empty(0, dtype=np.uint64), np.zeros(0, dtype=np.int64), 0, 0
+    table = head_table
     head = -1
-    head_bits = 4
     head_size = 0
     for p in range(members.shape[0]):
         h = head_of[members[p]]
         if h != head:
             head = h
             if h == rows:
-                c = carried.shape[0]
-                hashes = carried
+                hashes, c = carried, carried.shape[0]
             else:
-                c = _doc_shingle_count(data, starts[h], ends[h], word_mode, n, char_n)
-                buf = _grown(buf, c)
-                c = doc_shingles(data, starts[h], ends[h], word_mode, n, char_n, shingle_keys, ring, buf, 0)
+                buf, c = _shingles(data, starts[h], ends[h], word_mode, n, char_n, shingle_keys, ring, buf)
                 hashes = buf
-            head_bits = _bits_for(c)
-            head_keys = _grown(head_keys, 1 << head_bits)
-            if head_stamps.shape[0] < (1 << head_bits):
-                head_stamps = np.zeros(1 << head_bits, dtype=np.int64)
-                head_stamp = 0
-            head_stamp += 1
-            head_size = _fill(hashes, c, head_keys, head_stamps, head_stamp, head_bits)
+            head_table = _table(head_table[0], head_table[1], head_table[2], c)
+            head_size = _fill(hashes, c, head_table, empty)[0]
         m = members[p]
-        c = _doc_shingle_count(data, starts[m], ends[m], word_mode, n, char_n)
-        buf = _grown(buf, c)
-        c = doc_shingles(data, starts[m], ends[m], word_mode, n, char_n, shingle_keys, ring, buf, 0)
-        bits = _bits_for(c)
-        keys = _grown(keys, 1 << bits)
-        if stamps.shape[0] < (1 << bits):
-            stamps = np.zeros(1 << bits, dtype=np.int64)
-            stamp = 0
-        stamp += 1
-        mask = (1 << bits) - 1
-        shift = np.uint64(64 - bits)
-        size = 0
-        inter = 0
-        for t in range(c):
-            v = buf[t]
-            s = np.intp(v >> shift)
-            seen = False
-            while stamps[s] == stamp:
-                if keys[s] == v:
-                    seen = True
-                    break
-                s = (s + 1) & mask
-            if not seen:
-                keys[s] = v
-                stamps[s] = stamp
-                size += 1
-                if _in_table(v, head_keys, head_stamps, head_stamp, head_bits):
-                    inter += 1
+        buf, c = _shingles(data, starts[m], ends[m], word_mode, n, char_n, shingle_keys, ring, buf)
+        table = _table(table[0], table[1], table[2], c)
+        size, inter = _fill(buf, c, table, head_table)
         union = head_size + size - inter
         out[p] = inter / union if union > 0 else 0.0
     # The last row's head, for a group that goes on in the next batch.
     last = head_of[rows - 1] if rows else rows
     if last == rows:
         return out, carried.copy()
-    c = _doc_shingle_count(data, starts[last], ends[last], word_mode, n, char_n)
-    tail = np.empty(c, dtype=np.uint64)
-    c = doc_shingles(data, starts[last], ends[last], word_mode, n, char_n, shingle_keys, ring, tail, 0)
-    return out, tail
+    tail, c = _shingles(data, starts[last], ends[last], word_mode, n, char_n, shingle_keys, ring, buf)
+    return out, tail[:c].copy()
 
 
 def jaccard_to_heads(
