@@ -30,7 +30,7 @@ F64Array = npt.NDArray[np.float64]
 
 
 @njit(cache=True, nogil=True)
-def _found(v: np.uint64, keys: U64Array, stamps: I64Array, stamp: int, bits: int) -> tuple[bool, int]:
+def _found(v: np.uint64, keys: U64Array, stamps: I64Array, stamp: int, bits: int) -> tuple[bool, np.intp]:
     """Whether v is in the table of 2**bits slots under `stamp`, and its slot (or where it
     goes)."""
     mask = (1 << bits) - 1
