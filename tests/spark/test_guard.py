@@ -19,6 +19,7 @@ import pytest
 from neardup import config
 from neardup.commands.dedup import run
 from neardup.commands.evaluate import evaluate
+from neardup.stages import driver_scoring
 from neardup_testkit.chains import ChainSpec, generate
 from neardup_testkit.reference import (
     cluster_pairs,
@@ -90,6 +91,37 @@ def test_the_guard_splits_chains_and_keeps_recall(runs: Runs) -> None:
     assert len(drifted) > 10 * SPEC.chains
     largest_off = max(sum(1 for k, _ in off.values() if k == c) for c in set(k for k, _ in off.values()))
     assert largest_off == SPEC.steps + 1
+
+
+def test_the_guard_collects_its_first_scorings_texts_where_all_do_not_fit(
+    spark: Any, runs: Runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Clustered documents too many for the driver's text budget: the guard collects the
+    texts of its first scoring's documents, and scores the later rounds and the nearest step
+    from them (a collect per scoring whose documents they do not hold). The clusters and
+    similarities are the brute-force reference's, and the same to the bit as with every
+    clustered text collected."""
+    clustered = json.loads((runs.on / "report.json").read_text())["counts"]["clustered"]
+    monkeypatch.setattr(driver_scoring, "MAX_DOCS", clustered - 1)  # all but one: too many
+    real = driver_scoring.DriverScorer.collect.__func__  # type: ignore[attr-defined]
+    collected: list[int] = []
+
+    def collect(cls: Any, docs: Any, ids: np.ndarray, *args: Any) -> Any:
+        got = real(cls, docs, ids, *args)
+        if got is not None:
+            collected.append(len(ids))
+        return got
+
+    monkeypatch.setattr(driver_scoring.DriverScorer, "collect", classmethod(collect))
+    out = tmp_path / "out"
+    run(spark, config.load(sets=["report.html=false"]), runs.inp, str(out))
+    # One collect, of the first scoring's documents, served all five scorings here.
+    assert len(collected) == 1 and collected[0] < clustered
+    got = _clusters(out)
+    assert got == _clusters(runs.on)
+    assert _rounded(got) == _rounded(guarded_clusters(runs.ids, runs.texts, 0.8, 0.7))
+    guard = json.loads((out / "report.json").read_text())["guard"]
+    assert guard["rounds"] >= 2 and guard["scored_pairs"] > 0
 
 
 def _brute_force_scores(
