@@ -23,9 +23,19 @@ def _buckets(bands: dict[Any, list[int]]) -> list[list[Any]]:
 
 
 @pytest.mark.parametrize(
-    ("cap", "batch_rows", "ids"), [(32, 2, "string"), (3, 10_000, "bigint"), (1, 5, "bigint")]
+    ("cap", "batch_rows", "ids", "kept"),
+    [
+        (32, 2, "string", False),
+        (3, 10_000, "bigint", True),
+        (1, 5, "bigint", False),
+        (1024, 7, "bigint", True),
+    ],
 )
-def test_candidate_edges_match_python_buckets(spark: Any, cap: int, batch_rows: int, ids: str) -> None:
+def test_candidate_edges_match_python_buckets(
+    spark: Any, cap: int, batch_rows: int, ids: str, kept: bool
+) -> None:
+    """`kept`: the distinct candidates persisted, as the job has them; with cap 1024 no bucket
+    is large, so no star edge: the candidates are the pairs as they are."""
     rng = random.Random(cap)
     docs: list[Any] = list(range(400))
     if ids == "string":
@@ -46,12 +56,21 @@ def test_candidate_edges_match_python_buckets(spark: Any, cap: int, batch_rows: 
     before = spark.conf.get(key)
     spark.conf.set(key, str(batch_rows))  # small batches: buckets straddle Arrow batches
     try:
-        found = candidate_edges(signed, cap)
+        persisted: list[Any] = []
+
+        def keep(df: Any) -> Any:
+            persisted.append(df.persist())
+            return persisted[-1]
+
+        found = candidate_edges(signed, cap, keep=keep if kept else None)
         rows = found.edges.collect()
         stars = [(r["src"], r["dst"]) for r in found.stars.collect()]
     finally:
         spark.conf.set(key, before)
+        for df in persisted:
+            df.unpersist()
     assert sorted(stars) == sorted(reference.star_groups(buckets, cap))
+    assert bool(stars) == (cap < 80)  # the band-2 bucket of 80 documents is large below 80
     got = [(r["src"], r["dst"]) for r in rows]
     assert len(got) == len(set(got))
     assert set(got) == want
