@@ -113,10 +113,22 @@ def test_the_guard_collects_its_first_scorings_texts_where_all_do_not_fit(
         return got
 
     monkeypatch.setattr(driver_scoring.DriverScorer, "collect", classmethod(collect))
+    score = driver_scoring.DriverScorer.score
+    scored: list[int] = []
+
+    def counted_score(self: Any, src: np.ndarray, *args: Any, **kwargs: Any) -> Any:
+        got = score(self, src, *args, **kwargs)
+        if got is not None:
+            scored.append(len(src))
+        return got
+
+    monkeypatch.setattr(driver_scoring.DriverScorer, "score", counted_score)
     out = tmp_path / "out"
     run(spark, config.load(sets=["report.html=false"]), runs.inp, str(out))
-    # One collect, of the first scoring's documents, served all five scorings here.
+    # One collect, of the first scoring's documents, served all six scorings here (the rounds'
+    # and the nearest step's).
     assert len(collected) == 1 and collected[0] < clustered
+    assert len(scored) == 6
     got = _clusters(out)
     assert got == _clusters(runs.on)
     assert _rounded(got) == _rounded(guarded_clusters(runs.ids, runs.texts, 0.8, 0.7))

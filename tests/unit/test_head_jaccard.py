@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 
 from neardup.kernels.arrow import text_buffers
-from neardup.kernels.hashing import MASK64, shingle_keys
-from neardup.kernels.head_jaccard import jaccard_to_heads
+from neardup.kernels.hashing import MASK64, shingle_hashes, shingle_keys
+from neardup.kernels.head_jaccard import TABLE_SHINGLES, jaccard_to_heads
 from neardup_testkit import hashspec
 
 SEED = 11
@@ -72,3 +72,33 @@ def test_a_batch_that_only_continues_the_carried_group_carries_it_on() -> None:
     sim, tail = jaccard_to_heads(starts, ends, data, True, 4, 3, keys, head_of, np.array([0, 1]), carried)
     assert sim.tolist() == [1.0, 1 / 3]
     assert tail.tolist() == carried.tolist()
+
+
+def test_documents_past_the_tables_are_scored_from_sorted_sets() -> None:
+    """Documents of more shingles than a table takes (a head, a member, both), against Python
+    sets: the same Jaccard by the sorted path."""
+    rng = random.Random(3)
+    vocab = [f"v{i}" for i in range(50_000)]
+    base = [rng.choice(vocab) for _ in range(TABLE_SHINGLES + 5_000)]
+    edited = list(base)
+    for _ in range(40_000):
+        edited[rng.randrange(len(edited))] = rng.choice(vocab)
+    small = " ".join(base[:300])
+    texts = [" ".join(base), small, " ".join(edited), small, " ".join(edited)]
+    head_of = np.array([0, 0, 0, 3, 3])  # a long head; a short head with a long member
+    members = np.array([1, 2, 4])
+    starts, ends, data = text_buffers(pa.array(texts))
+    keys = shingle_keys(SEED & MASK64)
+    sim, _ = jaccard_to_heads(starts, ends, data, True, 4, 3, keys, head_of, members, np.zeros(0, np.uint64))
+    # The sorted sets of the kernel verification used before (`shingle_hashes`, checked
+    # against the reference's definitions in test_hashing.py): Python's sets of a million
+    # shingles would take seconds.
+    offsets, hashes = shingle_hashes(pa.array(texts), "word", 4, 3, SEED)
+    sets = [hashes[offsets[i] : offsets[i + 1]] for i in range(len(texts))]
+    assert len(sets[0]) > TABLE_SHINGLES
+    want = []
+    for m in members:
+        a, b = sets[head_of[m]], sets[m]
+        inter = len(np.intersect1d(a, b, assume_unique=True))
+        want.append(inter / (len(a) + len(b) - inter))
+    assert sim.tolist() == want

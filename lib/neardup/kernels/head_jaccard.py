@@ -12,7 +12,9 @@ the first: no sort, a few nanoseconds a hash, and the counts are exactly the sor
 The tables are reused for every document: a slot belongs to the current set when its stamp
 is the set's number, so nothing is cleared between documents, and a document uses only the
 first 2**bits slots, bits for twice its shingles (a short text stays in cache however long
-the batch's longest).
+the batch's longest). A document of more than `TABLE_SHINGLES` shingles is sorted instead
+(its distinct hashes by `np.unique`, looked up by binary search when it is the head), so
+the tables' memory is bounded whatever the corpus's longest document.
 """
 
 from __future__ import annotations
@@ -27,6 +29,12 @@ U64Array = npt.NDArray[np.uint64]
 I64Array = npt.NDArray[np.int64]
 U8Array = npt.NDArray[np.uint8]
 F64Array = npt.NDArray[np.float64]
+
+# A set of more shingles than this is sorted (np.unique: 8 bytes a hash) instead of put in a
+# table (16 bytes a slot, 2 to 4 slots a hash): the two tables stay within 16 MB, however
+# long a document (2**18 word 5-grams are about 1.3 MB of text).
+TABLE_SHINGLES = 1 << 18
+_NONE, _TABLE, _SORTED = 0, 1, 2
 
 
 @njit(cache=True, nogil=True)
@@ -43,16 +51,29 @@ def _found(v: np.uint64, keys: U64Array, stamps: I64Array, stamp: int, bits: int
 
 
 @njit(cache=True, nogil=True)
+def _in_head(v: np.uint64, table: tuple[U64Array, I64Array, int, int], ordered: U64Array, mode: int) -> bool:
+    """Whether v is in the head's set: its table (`mode` _TABLE), its sorted distinct hashes
+    (_SORTED), or no set at all (_NONE: the head's own set is being built)."""
+    if mode == _TABLE:
+        return _found(v, table[0], table[1], table[2], table[3])[0]
+    if mode == _SORTED:
+        i = np.searchsorted(ordered, v)
+        return i < ordered.shape[0] and ordered[i] == v
+    return False
+
+
+@njit(cache=True, nogil=True)
 def _fill(
     hashes: U64Array,
     c: int,
     table: tuple[U64Array, I64Array, int, int],
-    other: tuple[U64Array, I64Array, int, int],
+    head: tuple[U64Array, I64Array, int, int],
+    ordered: U64Array,
+    mode: int,
 ) -> tuple[int, int]:
     """Put hashes[:c] in `table` (keys, stamps, stamp, bits); return how many are distinct,
-    and how many of those are in `other` (a stamp of -1: none)."""
+    and how many of those are in the head's set (`_in_head`)."""
     keys, stamps, stamp, bits = table
-    other_keys, other_stamps, other_stamp, other_bits = other
     distinct = 0
     shared = 0
     for t in range(c):
@@ -62,7 +83,7 @@ def _fill(
             keys[s] = v
             stamps[s] = stamp
             distinct += 1
-            if other_stamp >= 0 and _found(v, other_keys, other_stamps, other_stamp, other_bits)[0]:
+            if _in_head(v, head, ordered, mode):
                 shared += 1
     return distinct, shared
 
@@ -117,9 +138,10 @@ def _jaccard_to_heads_kernel(
     out = np.empty(members.shape[0], dtype=np.float64)
     ring = np.empty(max(n, 1), dtype=np.uint64)
     buf = np.empty(16, dtype=np.uint64)
-    empty = np.zeros(1, dtype=np.uint64), np.zeros(1, dtype=np.int64), -1, 0
     head_table = np.empty(0, dtype=np.uint64), np.zeros(0, dtype=np.int64), 0, 0
     table = head_table
+    ordered = np.empty(0, dtype=np.uint64)  # the head's sorted distinct hashes, when too many
+    mode = _NONE
     head = -1
     head_size = 0
     for p in range(members.shape[0]):
@@ -131,12 +153,24 @@ def _jaccard_to_heads_kernel(
             else:
                 buf, c = _shingles(data, starts[h], ends[h], word_mode, n, char_n, shingle_keys, ring, buf)
                 hashes = buf
-            head_table = _table(head_table[0], head_table[1], head_table[2], c)
-            head_size = _fill(hashes, c, head_table, empty)[0]
+            if c > TABLE_SHINGLES:
+                ordered = np.unique(hashes[:c])
+                head_size, mode = ordered.shape[0], _SORTED
+            else:
+                head_table = _table(head_table[0], head_table[1], head_table[2], c)
+                head_size = _fill(hashes, c, head_table, head_table, ordered, _NONE)[0]
+                mode = _TABLE
         m = members[p]
         buf, c = _shingles(data, starts[m], ends[m], word_mode, n, char_n, shingle_keys, ring, buf)
-        table = _table(table[0], table[1], table[2], c)
-        size, inter = _fill(buf, c, table, head_table)
+        if c > TABLE_SHINGLES:
+            distinct = np.unique(buf[:c])
+            size, inter = distinct.shape[0], 0
+            for v in distinct:
+                if _in_head(v, head_table, ordered, mode):
+                    inter += 1
+        else:
+            table = _table(table[0], table[1], table[2], c)
+            size, inter = _fill(buf, c, table, head_table, ordered, mode)
         union = head_size + size - inter
         out[p] = inter / union if union > 0 else 0.0
     # The last row's head, for a group that goes on in the next batch.

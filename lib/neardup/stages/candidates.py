@@ -85,8 +85,8 @@ def candidate_edges(
     keep: persist the distinct candidates, which the three parts of `_per_document` and
     the star groups read (without it, each part may run the window and the kernel again:
     97 s against 28 s on the skewed benchmark corpus, whose large buckets make a plan Spark
-    did not reuse). With it, one job (which computes them) asks whether there is any star
-    edge; without one the candidates are the distinct pairs as they are.
+    did not reuse). With it, a take (whose first job computes them) asks whether there is
+    any star edge; without one the candidates are the distinct pairs as they are.
     """
     id_field = next(f for f in signed.schema.fields if f.name == C.DOC_ID)
     schema = T.StructType(
@@ -133,7 +133,8 @@ def candidate_edges(
     if keep is not None and stars.isEmpty():
         # No bucket of more than all_pairs_up_to documents: every candidate is a small
         # bucket's pair, and `_per_document`'s joins would run over empty frames (eight
-        # jobs, about 1 s on the 1M benchmark). One job asks, over the kept candidates.
+        # jobs, about 1 s on the 1M benchmark). A take asks, over the kept candidates (a few
+        # short jobs: Spark reads more partitions each time it finds none).
         return Candidates(merged.select(C.SRC, C.DST), stars)
     return Candidates(_per_document(merged), stars)
 

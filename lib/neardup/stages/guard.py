@@ -255,15 +255,19 @@ def _guard_on_driver(
     def on_driver(src_ids: np.ndarray, dst_ids: np.ndarray) -> dict[str, np.ndarray] | None:
         if local is not None:
             return local(src_ids, dst_ids)
-        if prefetch is None or fetched.get("refused"):
+        if prefetch is None:
             return None
         needed = np.unique(np.concatenate([src_ids, dst_ids]))
-        if "ids" not in fetched or not np.isin(needed, fetched["ids"]).all():
-            scorer = prefetch(needed, None)
+        held = fetched.get("ids")
+        if held is None or not _holds(held, needed):
+            if fetched.get("refused"):
+                return None  # over the budget once: not tried again, each try costs a job
+            want = needed if held is None else np.union1d(held, needed)
+            scorer = prefetch(want, None)
             if scorer is None:
-                fetched["refused"] = True  # over the budget; not tried again, each try costs a job
+                fetched["refused"] = True  # what was collected still serves what it holds
                 return None
-            fetched.update(ids=needed, scorer=scorer)
+            fetched.update(ids=want, scorer=scorer)
         return fetched["scorer"](src_ids, dst_ids)
 
     def scored(src_ids: np.ndarray, dst_ids: np.ndarray) -> dict[str, np.ndarray]:
@@ -363,6 +367,13 @@ def _codes(ids: np.ndarray, values: np.ndarray) -> np.ndarray:
     found = at < len(ids)
     found[found] = ids[at[found]] == values[found]
     return np.where(found, at, -1).astype(np.int64)
+
+
+def _holds(held: np.ndarray, ids: np.ndarray) -> bool:
+    """Whether the sorted distinct `held` has every one of the sorted distinct `ids`: by
+    binary search (np.isin compares every pair of strings)."""
+    at = np.searchsorted(held, ids)
+    return bool((at < len(held)).all() and np.array_equal(held[np.minimum(at, len(held) - 1)], ids))
 
 
 def _score_each(src: np.ndarray, dst: np.ndarray, scored: _Scored) -> np.ndarray:
