@@ -34,10 +34,10 @@ F64Array = npt.NDArray[np.float64]
 # table (16 bytes a slot, 2 to 4 slots a hash): the two tables stay within 16 MB, however
 # long a document (2**18 word 5-grams are about 1.3 MB of text).
 TABLE_SHINGLES = 1 << 18
-_NONE, _TABLE, _SORTED = 0, 1, 2
+_TABLE, _SORTED = 1, 2
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _found(v: np.uint64, keys: U64Array, stamps: I64Array, stamp: int, bits: int) -> tuple[bool, np.intp]:
     """Whether v is in the table of 2**bits slots under `stamp`, and its slot (or where it
     goes)."""
@@ -51,41 +51,40 @@ def _found(v: np.uint64, keys: U64Array, stamps: I64Array, stamp: int, bits: int
 
 
 @njit(cache=True, nogil=True)
-def _in_head(v: np.uint64, table: tuple[U64Array, I64Array, int, int], ordered: U64Array, mode: int) -> bool:
-    """Whether v is in the head's set: its table (`mode` _TABLE), its sorted distinct hashes
-    (_SORTED), or no set at all (_NONE: the head's own set is being built)."""
-    if mode == _TABLE:
-        return _found(v, table[0], table[1], table[2], table[3])[0]
-    if mode == _SORTED:
-        i = np.searchsorted(ordered, v)
-        return i < ordered.shape[0] and ordered[i] == v
-    return False
-
-
-@njit(cache=True, nogil=True)
-def _fill(
-    hashes: U64Array,
-    c: int,
-    table: tuple[U64Array, I64Array, int, int],
-    head: tuple[U64Array, I64Array, int, int],
-    ordered: U64Array,
-    mode: int,
-) -> tuple[int, int]:
-    """Put hashes[:c] in `table` (keys, stamps, stamp, bits); return how many are distinct,
-    and how many of those are in the head's set (`_in_head`)."""
+def _fill(hashes: U64Array, c: int, table: tuple[U64Array, I64Array, int, int], compact: bool) -> int:
+    """Put hashes[:c] in `table` (keys, stamps, stamp, bits); return how many are distinct.
+    With `compact`, they are also moved to the front of `hashes` in their order (a value is
+    only written at or before where it was read)."""
     keys, stamps, stamp, bits = table
     distinct = 0
-    shared = 0
     for t in range(c):
         v = hashes[t]
         seen, s = _found(v, keys, stamps, stamp, bits)
-        if not seen:
-            keys[s] = v
-            stamps[s] = stamp
-            distinct += 1
-            if _in_head(v, head, ordered, mode):
+        if seen:
+            continue
+        keys[s] = v
+        stamps[s] = stamp
+        if compact:
+            hashes[distinct] = v
+        distinct += 1
+    return distinct
+
+
+@njit(cache=True, nogil=True)
+def _shared(values: U64Array, head: tuple[U64Array, I64Array, int, int], ordered: U64Array, mode: int) -> int:
+    """How many of `values` (distinct) are in the head's set: its table (`mode` _TABLE) or
+    its sorted distinct hashes `ordered` (_SORTED)."""
+    head_keys, head_stamps, head_stamp, head_bits = head
+    shared = 0
+    for v in values:
+        if mode == _TABLE:
+            if _found(v, head_keys, head_stamps, head_stamp, head_bits)[0]:
                 shared += 1
-    return distinct, shared
+        elif mode == _SORTED:
+            i = np.searchsorted(ordered, v)
+            if i < ordered.shape[0] and ordered[i] == v:
+                shared += 1
+    return shared
 
 
 @njit(cache=True, nogil=True)
@@ -141,7 +140,7 @@ def _jaccard_to_heads_kernel(
     head_table = np.empty(0, dtype=np.uint64), np.zeros(0, dtype=np.int64), 0, 0
     table = head_table
     ordered = np.empty(0, dtype=np.uint64)  # the head's sorted distinct hashes, when too many
-    mode = _NONE
+    mode = _TABLE
     head = -1
     head_size = 0
     for p in range(members.shape[0]):
@@ -158,19 +157,18 @@ def _jaccard_to_heads_kernel(
                 head_size, mode = ordered.shape[0], _SORTED
             else:
                 head_table = _table(head_table[0], head_table[1], head_table[2], c)
-                head_size = _fill(hashes, c, head_table, head_table, ordered, _NONE)[0]
+                head_size = _fill(hashes, c, head_table, False)
                 mode = _TABLE
         m = members[p]
         buf, c = _shingles(data, starts[m], ends[m], word_mode, n, char_n, shingle_keys, ring, buf)
         if c > TABLE_SHINGLES:
             distinct = np.unique(buf[:c])
-            size, inter = distinct.shape[0], 0
-            for v in distinct:
-                if _in_head(v, head_table, ordered, mode):
-                    inter += 1
+            size = distinct.shape[0]
+            inter = _shared(distinct, head_table, ordered, mode)
         else:
             table = _table(table[0], table[1], table[2], c)
-            size, inter = _fill(buf, c, table, head_table, ordered, mode)
+            size = _fill(buf, c, table, True)
+            inter = _shared(buf[:size], head_table, ordered, mode)
         union = head_size + size - inter
         out[p] = inter / union if union > 0 else 0.0
     # The last row's head, for a group that goes on in the next batch.
