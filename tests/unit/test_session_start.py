@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from neardup.runtime.session import (
+    LONG_RUN_C2,
     local_cores,
     local_java_options,
     local_settings,
@@ -92,7 +93,7 @@ def test_small_local_input_is_false_for_what_is_not_a_local_file(tmp_path: Path)
 
 def test_a_small_input_gets_c1_only_and_the_rest_is_kept() -> None:
     usual = ["-XX:+UseParallelGC", "-XX:NewRatio=4", "-XX:+ExitOnOutOfMemoryError"]
-    assert local_java_options(small_input=False) == usual
+    assert local_java_options(small_input=False) == [*usual, *LONG_RUN_C2]
     assert local_java_options(small_input=True) == [*usual, "-XX:TieredStopAtLevel=1"]
 
 

@@ -239,6 +239,20 @@ def local_cores(master: str) -> int:
     return os.cpu_count() or 1
 
 
+# A long local run keeps C2, but only for code four times as hot as the JVM's default asks.
+# Every query's generated classes, Janino compiling them, the tasks' deserialization: a
+# long run keeps meeting lukewarm code, and on the 1M benchmark (2 cores) the C2 thread
+# took 35 s of CPU, about a fifth of the run's JVM and Python work; with these thresholds
+# 24 s, and the wall 5 % less (medians of interleaved runs; C1 alone was 9 % slower:
+# signing and the band shuffle need C2's code). docs/performance.md, "JIT compilation".
+LONG_RUN_C2 = [
+    "-XX:Tier4InvocationThreshold=20000",
+    "-XX:Tier4MinInvocationThreshold=2400",
+    "-XX:Tier4CompileThreshold=60000",
+    "-XX:Tier4BackEdgeThreshold=160000",
+]
+
+
 def local_java_options(small_input: bool) -> list[str]:
     """The options of a local-mode JVM launched here (the user's extraJavaOptions follow)."""
     options = [
@@ -259,6 +273,8 @@ def local_java_options(small_input: bool) -> list[str]:
         # its threads take CPU from the run: on the sample (2 cores) C1 alone took 40 %
         # less wall and CPU time (bench/results/small-runs.md). Long runs keep C2.
         options.append("-XX:TieredStopAtLevel=1")
+    else:
+        options += LONG_RUN_C2
     return options
 
 
