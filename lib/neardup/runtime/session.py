@@ -245,12 +245,12 @@ def local_cores(master: str) -> int:
 # took 35 s of CPU, about a fifth of the run's JVM and Python work; with these thresholds
 # 24 s, and the wall 5 % less (medians of interleaved runs; C1 alone was 9 % slower:
 # signing and the band shuffle need C2's code). docs/performance.md, "JIT compilation".
-LONG_RUN_C2 = [
+LONG_RUN_C2 = (
     "-XX:Tier4InvocationThreshold=20000",
     "-XX:Tier4MinInvocationThreshold=2400",
     "-XX:Tier4CompileThreshold=60000",
     "-XX:Tier4BackEdgeThreshold=160000",
-]
+)
 
 
 def local_java_options(small_input: bool) -> list[str]:
@@ -274,7 +274,7 @@ def local_java_options(small_input: bool) -> list[str]:
         # less wall and CPU time (bench/results/small-runs.md). Long runs keep C2.
         options.append("-XX:TieredStopAtLevel=1")
     else:
-        options += LONG_RUN_C2
+        options.extend(LONG_RUN_C2)
     return options
 
 
