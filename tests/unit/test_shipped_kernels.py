@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 import script_module
-from neardup.kernels import precompile
+from neardup.kernels import numba_cache, precompile
 from neardup_testkit import hashspec
 
 LIB = Path(__file__).resolve().parents[2] / "lib"
@@ -168,3 +169,19 @@ def test_an_edited_kernel_source_never_runs_the_shipped_code(shipped_lib: Path, 
     want = _reference()
     assert got["norm"] == want["norm"]
     assert got["thash"] != want["thash"], "a text hash computed by the shipped, unedited code"
+
+
+def test_a_level_this_cpu_lacks_is_refused_and_left_out_of_the_default(tmp_path: Path) -> None:
+    """Precompiling runs what it compiles: for a level the CPU lacks, its process died of an
+    illegal instruction and took the wheel's build with it (a machine without AVX-512)."""
+    if platform.machine().lower() not in numba_cache.X86_64:
+        pytest.skip("the x86-64 levels are built on x86-64 only")
+    lacking = [t for t in precompile.X86_TARGETS if not numba_cache.runs_here(t)]
+    if not lacking:
+        pytest.skip("this CPU runs every x86-64 level precompile builds")
+    out = tmp_path / "_compiled"
+    with pytest.raises(RuntimeError, match=f"cannot precompile for {lacking[0]} on this machine"):
+        precompile.build(out, (lacking[0], "generic"), _copy_lib(tmp_path / "lib"))
+    assert not out.exists()
+    runnable = tuple(t for t in precompile.X86_TARGETS if t not in lacking)
+    assert precompile.default_targets() == runnable

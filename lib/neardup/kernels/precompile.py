@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from neardup.kernels.numba_cache import CPU_ENV, ENV, MANIFEST, SHIPPED_ENV, X86_64
+from neardup.kernels.numba_cache import CPU_ENV, ENV, LEVELS, MANIFEST, SHIPPED_ENV, X86_64, runs_here
 
 # The psABI levels of x86-64, best first: a host runs the best one its CPU has. OPH signing
 # (the default) runs as fast on any of them as on the host's own CPU; classic signing needs
@@ -36,7 +36,13 @@ X86_TARGETS = ("x86-64-v4", "x86-64-v3", "generic")
 
 
 def default_targets() -> tuple[str, ...]:
-    return X86_TARGETS if platform.machine().lower() in X86_64 else ("generic",)
+    """The levels of X86_TARGETS this machine's CPU runs (on another architecture, generic).
+    Precompiling runs the code it compiles (`exercise`), so a level the building CPU lacks
+    cannot be built on it: a machine without AVX-512 builds x86-64-v3 and generic, and a host
+    with AVX-512 that installs its wheel runs the v3 code (as fast for OPH signing)."""
+    if platform.machine().lower() not in X86_64:
+        return ("generic",)
+    return tuple(t for t in X86_TARGETS if runs_here(t))
 
 
 def exercise() -> int:
@@ -142,6 +148,14 @@ def build(out: Path, targets: tuple[str, ...] | None = None, lib: Path | None = 
     from neardup.kernels import numba_cache
 
     targets = targets or default_targets()
+    lacking = [t for t in targets if t in LEVELS and not runs_here(t)]
+    if lacking:
+        # Its process would die of an illegal instruction, with nothing on stderr.
+        raise RuntimeError(
+            f"cannot precompile for {', '.join(lacking)} on this machine: its CPU lacks what they "
+            "need, and precompiling runs the code it compiles (name only targets it runs, "
+            f"as the default does: {','.join(default_targets())})"
+        )
     lib = lib or Path(__file__).resolve().parents[2]
     with tempfile.TemporaryDirectory(prefix="neardup-precompile-") as tmp:
         cache = Path(tmp) / "cache"
