@@ -5,7 +5,10 @@ it (docs/design.md, "Compiled kernels"). Not for editable installs: a source tre
 on first use and keeps the code in the user's cache.
 
 NEARDUP_PRECOMPILE=0 builds without it (the kernels then compile on first use);
-NEARDUP_PRECOMPILE_TARGETS=a,b names the CPU targets (default: precompile.default_targets).
+NEARDUP_PRECOMPILE_TARGETS=a,b names the CPU targets (default: precompile.default_targets);
+NEARDUP_PRECOMPILED=DIR names a folder compiled before (spark-submit.sh's build/compiled),
+copied instead of compiling when it holds the code of this build's key (its sources and the
+build's numba, llvmlite and numpy) for the targets.
 A failure to compile fails the build: a wheel silently without the code would be slower
 everywhere it goes."""
 
@@ -31,6 +34,9 @@ class BuildPyPrecompiled(build_py):
         targets = os.environ.get("NEARDUP_PRECOMPILE_TARGETS")
         if targets:
             cmd += ["--targets", targets]
+        compiled = os.environ.get("NEARDUP_PRECOMPILED")
+        if compiled:
+            cmd += ["--reuse", compiled]
         env = {**os.environ, "PYTHONPATH": str(lib)}
         subprocess.run(cmd, check=True, env=env)
 

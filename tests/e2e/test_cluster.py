@@ -27,6 +27,7 @@ import pyspark
 import pytest
 from driver_ui import get_json, wait_for, wait_for_busy_executor
 from heavy import HeavyCorpus, check_clusters, long_documents_jsonl
+from short_jvm import daemon_env, submit_conf
 
 from brute_force import Result, brute_force, read_result
 from neardup_testkit import synth
@@ -87,7 +88,7 @@ class Cluster:
 def start_cluster(logs: Path, worker_env: dict[str, str] | None = None) -> Cluster:
     """A master and two workers (1 core, 1500 MB each) on 127.0.0.1, both registered."""
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1"}
-    env |= {"PYSPARK_PYTHON": sys.executable, "SPARK_WORKER_DIR": str(logs / "work")}
+    env |= {"PYSPARK_PYTHON": sys.executable, "SPARK_WORKER_DIR": str(logs / "work"), **daemon_env()}
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
     port, webui = _free_port(), _free_port()
     url = f"spark://127.0.0.1:{port}"
@@ -165,7 +166,7 @@ def _env(**extra: str) -> dict[str, str]:
 # The shuffle settings the command line takes for a small local input (a partition per task
 # slot, adaptive execution off). With Spark's 200 partitions the sample takes 280 s on these
 # two 1-core executors instead of 120 s, and no test here is about partitioning
-# (tests/spark/test_determinism.py is).
+# (tests/spark/test_determinism.py is). Its JVMs compile with C1 only (short_jvm.py).
 SMALL_SHUFFLES = ("spark.sql.shuffle.partitions=2", "spark.sql.adaptive.enabled=false")
 
 
@@ -178,7 +179,7 @@ def _submit_cmd(
 ) -> list[str]:
     cmd = [str(ROOT / "spark-submit.sh"), "--master", cluster.url]
     cmd += ["--conf", f"spark.executor.memory={executor_memory}"]
-    for setting in (*SMALL_SHUFFLES, *conf):
+    for setting in (*SMALL_SHUFFLES, *submit_conf(), *conf):
         cmd += ["--conf", setting]
     if python is not None:
         cmd += ["--conf", f"spark.pyspark.python={python}"]

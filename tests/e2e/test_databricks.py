@@ -275,9 +275,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Iterator
     made = _run([sys.executable, "-m", "venv", str(venv)], 300)
     assert made.returncode == 0, made.stderr[-3000:]
     inst = Installed(root, wheel, venv)
-    # The runtime's versions of numpy, pandas, pyarrow, pyyaml, matplotlib and scipy, as on the cluster.
+    # The runtime's versions of numpy, pandas, pyarrow, pyyaml, matplotlib and scipy, as on the
+    # cluster. No byte-code compiled ahead: the tests import a small part of what is installed
+    # (pyspark alone holds over a thousand modules), and Python compiles that on import.
     pip = inst.run(
-        str(inst.python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+        str(inst.python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-compile",
         "-c", str(_runtime_file()), f"{wheel}[spark]",
     )  # fmt: skip
     assert pip.returncode == 0, pip.stdout[-3000:] + pip.stderr[-3000:]
@@ -329,7 +331,8 @@ def test_installed_entry_point_runs_the_job(installed: Installed, chains_corpus:
 
 # What a python_wheel_task does, as far as can be seen from outside: the cluster's SparkSession
 # exists before any user code runs; Databricks finds the entry point in the wheel's metadata and
-# calls it in the driver's Python process, with the task's parameters in sys.argv.
+# calls it in the driver's Python process, with the task's parameters in sys.argv. (Its JVM
+# compiles with C1 only, as the tier's other short-lived JVMs: tests/e2e/short_jvm.py.)
 _WHEEL_TASK = textwrap.dedent(
     """
     import json, sys
@@ -340,7 +343,8 @@ _WHEEL_TASK = textwrap.dedent(
     spark = (
         SparkSession.builder.master("local[2]").appName("dbx-like")
         .config("spark.driver.memory", "2g").config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "8").getOrCreate()
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1").getOrCreate()
     )
     before = spark.sparkContext.applicationId
 

@@ -24,6 +24,7 @@ import pyspark
 import pytest
 from cli_process import ROOT
 from netns import Host, Network, unsupported
+from short_jvm import daemon_env, submit_conf
 
 from brute_force import Result, read_result
 
@@ -98,7 +99,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         spark_class = str(SPARK_HOME / "bin" / "spark-class")
         master_ports = ["--port", str(MASTER_PORT), "--webui-port", str(MASTER_UI)]
         worker_opts = ["--cores", "1", "--memory", "1500m", "--webui-port", str(WORKER_UI)]
-        env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "PYSPARK_PYTHON": sys.executable}
+        env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "PYSPARK_PYTHON": sys.executable, **daemon_env()}
         net.popen(
             master,
             [spark_class, "org.apache.spark.deploy.master.Master", "--host", master.ip, *master_ports],
@@ -160,7 +161,10 @@ def submit(c: Cluster, inp: Path, out: Path, log: Path) -> None:
     # 8: the output must not depend on them. Adaptive execution stays on, as on a cluster
     # (test_cluster.py's runs go without it). No web UI and no report.html: nobody looks at
     # them.
-    argv += ["--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.ui.enabled=false", "--"]
+    argv += ["--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.ui.enabled=false"]
+    for setting in submit_conf():  # C1 only (short_jvm.py)
+        argv += ["--conf", setting]
+    argv.append("--")
     argv += ["dedup", "--input", str(inp), "--output", str(out), "--set", "report.html=false"]
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "PYTHON": sys.executable}
     env["PYSPARK_PYTHON"] = sys.executable

@@ -34,7 +34,8 @@ import pyarrow.parquet as pq
 import pyspark
 import pytest
 from driver_ui import get_json, wait_for, wait_for_busy_executor
-from yarn import SHORT_LIVED_JVM, MiniCluster, cmdline, free_ports
+from short_jvm import SHORT_LIVED_JVM
+from yarn import MiniCluster, cmdline, free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_HOME = Path(pyspark.__file__).parent
@@ -51,7 +52,7 @@ JAVA_OPTIONS = (
 # Two executors of one core: both busy while signing, so that killing one loses work. Spark's
 # jars are on this machine already (local:), so no submit uploads its 460 MB of them; the
 # shuffle settings are those the command line takes for a small local input (no test here is
-# about partitioning); the JVMs compile with C1 only (yarn.SHORT_LIVED_JVM). Every process
+# about partitioning); the JVMs compile with C1 only (short_jvm.SHORT_LIVED_JVM). Every process
 # stays on the loopback address.
 YARN_CONF = {
     "spark.executor.instances": "2",

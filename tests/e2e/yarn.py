@@ -47,6 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from short_jvm import SHORT_LIVED_JVM
+
 HADOOP_VERSION = "3.5.0"
 ARTIFACTS = [
     ("org.apache.hadoop", "hadoop-minicluster", HADOOP_VERSION, None),
@@ -59,10 +61,6 @@ MAIN_CLASS = "org.apache.hadoop.mapreduce.MiniHadoopClusterManager"
 NODEMANAGERS = 1  # one node holds the application master and two executors: a start is shorter
 NODE_MEMORY_MB = 6144  # what the node advertises; nothing enforces it (checks off)
 START_TIMEOUT = 240  # seconds; 10-15 s here on 2 cores, longer on a loaded machine
-# For JVMs that live minutes and do little (the cluster, and the tests' Spark containers): C1
-# only and one GC thread, as the command line starts a JVM for a small local input. On this
-# 2-core machine a submit took half the CPU seconds with them (65 against 119).
-SHORT_LIVED_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "neardup-tests"
 # CI sets this: a minicluster whose artifacts cannot be had fails the tests instead of skipping.
 REQUIRED_ENV = "NEARDUP_REQUIRE_YARN"

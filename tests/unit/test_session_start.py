@@ -6,6 +6,8 @@ a short run (`small_local_input`, `local_java_options`)."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -14,6 +16,7 @@ import pytest
 
 from neardup.runtime.session import (
     LONG_RUN_C2,
+    SHORT_RUN_C1,
     local_cores,
     local_java_options,
     local_settings,
@@ -94,7 +97,7 @@ def test_small_local_input_is_false_for_what_is_not_a_local_file(tmp_path: Path)
 def test_a_small_input_gets_c1_only_and_the_rest_is_kept() -> None:
     usual = ["-XX:+UseParallelGC", "-XX:NewRatio=4", "-XX:+ExitOnOutOfMemoryError"]
     assert local_java_options(small_input=False) == [*usual, *LONG_RUN_C2]
-    assert local_java_options(small_input=True) == [*usual, "-XX:TieredStopAtLevel=1"]
+    assert local_java_options(small_input=True) == [*usual, *SHORT_RUN_C1]
 
 
 def test_a_small_input_runs_without_adaptive_execution_in_a_partition_per_core() -> None:
@@ -111,3 +114,23 @@ def test_local_cores_are_the_masters_not_the_machines() -> None:
     want = {"local": 1, "local[1]": 1, "local[3]": 3, "local[16]": 16, "local[4,2]": 4, "local[*]": machine}
     assert {m: local_cores(m) for m in want} == want
     assert local_cores("local-cluster[2,1,1024]") == machine  # not a form this parses
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="java is not on PATH")
+def test_a_short_run_s_jvm_keeps_the_code_cache_of_tiered_compilation() -> None:
+    """This machine's java takes the options, and with them a C1-only JVM reserves the code
+    cache a tiered one does (by default it reserves a fifth of it: a long-lived session filled
+    that and its sweeper took a fifth of the CPU)."""
+
+    def flags(*options: str) -> dict[str, str]:
+        cmd = ["java", *options, "-XX:+PrintFlagsFinal", "-version"]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=60).stdout
+        rows = (line.split() for line in out.splitlines())
+        return {f[1]: f[3] for f in rows if len(f) >= 4 and f[2] == "="}
+
+    tiered = flags("-XX:+UseParallelGC")
+    short = flags(*local_java_options(small_input=True))
+    assert short["TieredStopAtLevel"] == "1" and tiered["TieredStopAtLevel"] == "4"
+    assert short["ReservedCodeCacheSize"] == tiered["ReservedCodeCacheSize"]
+    c1_default = flags("-XX:TieredStopAtLevel=1")["ReservedCodeCacheSize"]
+    assert int(c1_default) < int(short["ReservedCodeCacheSize"])

@@ -185,3 +185,30 @@ def test_a_level_this_cpu_lacks_is_refused_and_left_out_of_the_default(tmp_path:
     assert not out.exists()
     runnable = tuple(t for t in precompile.X86_TARGETS if t not in lacking)
     assert precompile.default_targets() == runnable
+
+
+def test_a_build_reuses_code_compiled_before_only_under_its_own_key(
+    shipped_lib: Path, tmp_path: Path
+) -> None:
+    """`--reuse DIR` (setup.py's NEARDUP_PRECOMPILED): DIR holds this key's code for the
+    targets, so it is copied and nothing compiles; of another key or other targets, it is not."""
+    compiled = shipped_lib / "neardup" / "kernels" / "_compiled"
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "neardup.kernels.precompile", str(out), "--targets", "generic"]
+    env = {**os.environ, "PYTHONPATH": str(shipped_lib)}
+    proc = subprocess.run(
+        [*cmd, "--reuse", str(compiled)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("precompile: copied "), proc.stdout
+    files = sorted(p.name for p in compiled.iterdir())
+    assert sorted(p.name for p in out.iterdir()) == files
+    assert all((out / n).read_bytes() == (compiled / n).read_bytes() for n in files)
+
+    foreign = tmp_path / "foreign"
+    shutil.copytree(compiled, foreign)
+    manifest = json.loads((foreign / "manifest.json").read_text())
+    (foreign / "manifest.json").write_text(json.dumps({**manifest, "key": "0" * 16}))
+    assert not precompile._copy_if_current(foreign, tmp_path / "not-copied", ("generic",))
+    assert not precompile._copy_if_current(compiled, tmp_path / "not-copied", ("x86-64-v3", "generic"))
+    assert not (tmp_path / "not-copied").exists()

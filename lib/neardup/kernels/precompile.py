@@ -1,13 +1,15 @@
 """Compile every kernel ahead of use, into the folder the wheel ships (numba_cache.py).
 
-    python -m neardup.kernels.precompile OUT [--targets x86-64-v4,x86-64-v3,generic] [--if-stale]
+    python -m neardup.kernels.precompile OUT [--targets x86-64-v4,x86-64-v3,generic]
+                                         [--if-stale] [--reuse DIR]
 
 For each CPU target, a process of its own (numba's target is fixed per process) runs
 `exercise()` with an empty cache directory and `NEARDUP_NUMBA_CPU` set to the target; the
 cache files of all targets go into OUT (one index per kernel, holding every target's
 entries), with ``manifest.json``: the cache key they were compiled under (the sources'
 digest and the versions of what compiled code depends on), the targets and the files. OUT
-is replaced whole (with --if-stale, only when OUT's manifest names another key or targets).
+is replaced whole (with --if-stale, only when OUT's manifest names another key or targets;
+with --reuse DIR, by a copy of DIR where DIR holds this key's code for the targets).
 The build (setup.py) runs it on the package's built copy, so the key is that of the files
 installed; spark-submit.sh runs it for the zip it ships (scripts/build_zip.py --compiled).
 """
@@ -210,6 +212,18 @@ def _current(out: Path, targets: tuple[str, ...]) -> bool:
     return manifest.get("key") == numba_cache.cache_key() and manifest.get("targets") == list(targets)
 
 
+def _copy_if_current(folder: Path, out: Path, targets: tuple[str, ...]) -> bool:
+    """Copy `folder` to `out` if it holds this package's kernels under its key for `targets`
+    (the key names the sources and the compiler's versions: the code is what a compile here
+    would give)."""
+    if folder.resolve() == out.resolve() or not _current(folder, targets):
+        return False
+    staging = _staging(out)
+    shutil.copytree(folder, staging, dirs_exist_ok=True)
+    _place(staging, out)
+    return True
+
+
 def _installed_copy(out: Path, targets: tuple[str, ...]) -> bool:
     """Copy the compiled code of an installed neardup wheel to `out` if it is this key's (a
     Docker image: the package installed from the same sources as the tree that submits)."""
@@ -218,13 +232,7 @@ def _installed_copy(out: Path, targets: tuple[str, ...]) -> bool:
     # Every installation on the path: a source tree's egg-info (lib/, after a build) comes first.
     installed = metadata.distributions(name="neardup")
     folders = [Path(str(d.locate_file("neardup/kernels/_compiled"))) for d in installed]
-    folder = next((f for f in folders if f.resolve() != out.resolve() and _current(f, targets)), None)
-    if folder is None:
-        return False
-    staging = _staging(out)
-    shutil.copytree(folder, staging, dirs_exist_ok=True)
-    _place(staging, out)
-    return True
+    return any(_copy_if_current(f, out, targets) for f in folders)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -234,10 +242,16 @@ def main(argv: list[str] | None = None) -> None:
                    default=",".join(default_targets()))  # fmt: skip
     p.add_argument("--lib", type=Path, help="the folder holding the neardup package to compile")
     p.add_argument("--if-stale", action="store_true", help="keep OUT if it holds this key's code")
+    p.add_argument("--reuse", type=Path, metavar="DIR",
+                   help="copy DIR (compiled before, e.g. spark-submit.sh's build/compiled) to OUT "
+                        "if it holds this key's code for the targets; else compile")  # fmt: skip
     args = p.parse_args(argv)
     targets = tuple(t for t in args.targets.split(",") if t)
     reuse = args.if_stale and args.lib is None
     if reuse and (_current(args.out, targets) or _installed_copy(args.out, targets)):
+        return
+    if args.reuse is not None and _copy_if_current(args.reuse, args.out, targets):
+        print(f"precompile: copied {args.reuse} into {args.out} (the same key and targets)")
         return
     manifest = build(args.out, targets, args.lib)
     print(f"precompiled {len(manifest['files'])} files for {', '.join(manifest['targets'])} "  # type: ignore[arg-type]

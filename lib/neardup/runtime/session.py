@@ -251,6 +251,11 @@ LONG_RUN_C2 = (
     "-XX:Tier4CompileThreshold=60000",
     "-XX:Tier4BackEdgeThreshold=160000",
 )
+# C1 alone, and the JVM reserves a fifth of the code cache it reserves for tiered compilation
+# (48 MB, not 240). A run of seconds never fills it; a session that lives on (a notebook's, the
+# test suite's: 25 minutes of small jobs) does, and then the sweeper flushes and the JIT
+# recompiles, over and over: a fifth of that JVM's CPU went to the sweeper thread.
+SHORT_RUN_C1 = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
 
 
 def local_java_options(small_input: bool) -> list[str]:
@@ -272,7 +277,7 @@ def local_java_options(small_input: bool) -> list[str]:
         # A run of seconds ends before the C2 compiler's work pays off, and on few cores
         # its threads take CPU from the run: on the sample (2 cores) C1 alone took 40 %
         # less wall and CPU time (bench/results/small-runs.md). Long runs keep C2.
-        options.append("-XX:TieredStopAtLevel=1")
+        options.extend(SHORT_RUN_C1)
     else:
         options.extend(LONG_RUN_C2)
     return options
