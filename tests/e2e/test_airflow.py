@@ -22,6 +22,7 @@ from typing import Any
 
 import pyspark
 import pytest
+from short_jvm import C1_ONLY
 
 from brute_force import Result, read_result
 
@@ -179,6 +180,9 @@ def test_dag_run_deduplicates_on_local_spark(
             # The input from the environment, the output from the run's conf (which wins).
             "NEARDUP_INPUT": str(inp),
             "NEARDUP_OUTPUT": str(tmp_path / "not-this-output"),
+            # The driver's JVM, started by spark-submit, compiles with C1 only, as the tier's
+            # other short-lived JVMs (short_jvm.py); the operator passes the environment on.
+            "SPARK_SUBMIT_OPTS": C1_ONLY,
         },
     )
     with log.open("w") as f:
