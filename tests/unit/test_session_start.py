@@ -120,7 +120,7 @@ def test_local_cores_are_the_masters_not_the_machines() -> None:
 def test_a_short_run_s_jvm_keeps_the_code_cache_of_tiered_compilation() -> None:
     """This machine's java takes the options, and with them a C1-only JVM reserves the code
     cache a tiered one does (by default it reserves a fifth of it: a long-lived session filled
-    that and its sweeper took a fifth of the CPU)."""
+    that and its sweeper took an eighth of its CPU)."""
 
     def flags(*options: str) -> dict[str, str]:
         cmd = ["java", *options, "-XX:+PrintFlagsFinal", "-version"]
