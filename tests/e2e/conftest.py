@@ -50,7 +50,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # same sources, numba, llvmlite and numpy: setup.py); else the build compiles them.
     compiled = ROOT / "build" / "compiled"
     precompile = [sys.executable, "-m", "neardup.kernels.precompile", "--if-stale", str(compiled)]
-    subprocess.run(precompile, capture_output=True, text=True, timeout=600, check=True)
+    made = subprocess.run(precompile, capture_output=True, text=True, timeout=600, check=False)
+    assert made.returncode == 0, made.stderr[-3000:]
     env = {**os.environ, "NEARDUP_PRECOMPILED": str(compiled)}
     cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(dist), str(source)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False, env=env)
