@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 import pyspark
 import pytest
 from driver_ui import get_json, wait_for, wait_for_busy_executor
-from short_jvm import SHORT_LIVED_JVM
+from short_jvm import C1_ONLY, SHORT_LIVED_JVM
 from yarn import MiniCluster, cmdline, free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -375,7 +375,7 @@ def kill_mid_write(cluster: MiniCluster, batch: str, log: Path) -> int:
         "--conf",
         "spark.ui.enabled=false",
     ]
-    cmd += ["--conf", "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1"]
+    cmd += ["--conf", f"spark.driver.extraJavaOptions={C1_ONLY}"]
     segments = f"{INDEX}/segments"
     earlier = set(cluster.list(segments))  # a crashed add's segment, say
 
