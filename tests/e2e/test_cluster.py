@@ -1,6 +1,7 @@
 """A real standalone cluster on 127.0.0.1 (a master and two workers started with
 spark-class), driven through ./spark-submit.sh: the brute-force clusters on executors that
-have only a bare Python, and after executors and a driver killed mid-run; memory.
+have only a bare Python, after executors and a driver killed mid-run (one test: a submit
+costs about a minute here); memory.
 
 One cluster serves the module. Its workers' Python is a bare interpreter (no numpy,
 pyarrow, numba or neardup): a run that ships no environment names this venv's Python."""
@@ -237,12 +238,16 @@ def test_executors_out_of_memory_name_the_stage_and_the_setting(cluster: Cluster
 
 @pytest.fixture(scope="module")
 def fault_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result]:
-    """6,000 generated documents in 8 files (8 signing tasks, so both executors are busy
-    when one is killed), and their brute-force result (which an undisturbed run gives)."""
+    """6,000 generated documents and a page copied into LSH buckets of more than
+    lsh.all_pairs_up_to (as tests/spark/test_resume.py's: star edges too), in 8 files (8
+    signing tasks, so both executors are busy when one is killed), and their brute-force
+    result (which an undisturbed run gives)."""
     root = tmp_path_factory.mktemp("faults")
     corpus = root / "corpus"
     corpus.mkdir()
-    table = synth.generate(synth.CorpusSpec(num_docs=6_000, seed=5))
+    base = synth.CorpusSpec(num_docs=6_000, seed=5)
+    skew = SkewSpec(copies=80, clusters=2, cluster_size=12)
+    table = pa.Table.from_batches(list(skewed_batches(base, skew))).select(["id", "text"])
     step = table.num_rows // 8 + 1
     for i in range(8):
         pq.write_table(table.slice(i * step, step), corpus / f"part-{i}.parquet")
@@ -250,9 +255,12 @@ def fault_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result
 
 
 def test_killed_executors_change_nothing_and_a_killed_driver_s_rerun_resumes(
-    cluster: Cluster, fault_corpus: tuple[Path, Result], tmp_path: Path
+    cluster: Cluster, fault_corpus: tuple[Path, Result], packed_env: Path, tmp_path: Path
 ) -> None:
-    """One run, three faults, the brute-force result at the end:
+    """One run on executors that have only a bare Python, three faults, the brute-force
+    result at the end. The workers' Python is a bare virtual environment: both submits ship
+    the packed environment (NEARDUP_VENV_ARCHIVE -> --archives), which every executor,
+    the ones started for the killed ones too, unpacks and runs.
 
     1. SIGKILL an executor JVM running signing tasks (the driver's REST API names a busy
        executor, its worker's process tree has the JVM), then one running the candidate
@@ -265,7 +273,9 @@ def test_killed_executors_change_nothing_and_a_killed_driver_s_rerun_resumes(
        and its clusters/ hold the brute-force result, as an undisturbed run's do."""
     corpus, want = fault_corpus
     out, ui = tmp_path / "out", _free_port()
-    cmd = _submit_cmd(cluster, "1g", "--input", str(corpus), "--output", str(out), python=sys.executable)
+    cmd = _submit_cmd(cluster, "1g", "--input", str(corpus), "--output", str(out))
+    env = _env(NEARDUP_VENV_ARCHIVE=str(packed_env))
+    apps_before = set((cluster.logs / "work").glob("app-*"))
     disturbed = [cmd[0], "--conf", f"spark.ui.port={ui}", *cmd[1:]]
     started = time.monotonic()
     log = tmp_path / "driver.log"
@@ -273,7 +283,7 @@ def test_killed_executors_change_nothing_and_a_killed_driver_s_rerun_resumes(
     with open(log, "wb") as sink:
         # Its own session: the driver JVM and its Python child die together.
         driver = subprocess.Popen(
-            disturbed, env=_env(), cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+            disturbed, env=env, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
         )
         try:
             for stage in ("sign", "candidates"):
@@ -300,51 +310,18 @@ def test_killed_executors_change_nothing_and_a_killed_driver_s_rerun_resumes(
     assert finished == ["candidates", "signatures", "star_edges"]
 
     again = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=_env(), cwd=ROOT)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     output = proc.stdout + proc.stderr
     assert "stage signatures reusing" in output and "stage candidates reusing" in output
     report = json.loads((out / "report.json").read_text())
     assert sorted(report["resumed_stages"]) == ["candidates", "signatures", "star_edges"]
+    assert report["stars"]["star_edges"] > 0  # the copied page's buckets: the stars stage
     assert read_result(out) == want
+    # Every executor of both submits ran the packed interpreter, unpacked in its working
+    # directory: two apps, each with executors (the disturbed one's replacements too).
+    apps = set((cluster.logs / "work").glob("app-*")) - apps_before
+    executor_dirs = [p.parent for app in apps for p in app.rglob("stderr")]
+    assert len(apps) == 2 and len(executor_dirs) >= 6, executor_dirs
+    assert all((d / "neardup_env" / "bin" / "python").exists() for d in executor_dirs)
     print(f"killed: {killed}; the rerun took {time.monotonic() - again:.1f} s")
-
-
-# --- executors with a bare Python ----------------------------------------------------------
-
-
-def test_executors_with_only_a_bare_python_give_the_brute_force_clusters(
-    cluster: Cluster, packed_env: Path, tmp_path: Path
-) -> None:
-    """The workers' Python is a bare virtual environment: the job ships its packed
-    environment (NEARDUP_VENV_ARCHIVE -> --archives), and the cluster's clusters/ hold the
-    brute-force result. The input: 344 generated documents with a page copied into LSH buckets
-    of more than lsh.all_pairs_up_to (as tests/spark/test_resume.py's: star edges too). The
-    sample on a cluster is test_netns_cluster.py's."""
-    base = synth.CorpusSpec(num_docs=240, seed=13, mean_chars=400, dup_fraction=0.5)
-    skew = SkewSpec(copies=80, clusters=2, cluster_size=12)
-    table = pa.Table.from_batches(list(skewed_batches(base, skew))).select(["id", "text"])
-    inp = tmp_path / "in"
-    inp.mkdir()
-    for i, part in enumerate((table.slice(0, 170), table.slice(170))):
-        pq.write_table(part, inp / f"part-{i}.parquet")
-    apps_before = set((cluster.logs / "work").glob("app-*"))
-    out = tmp_path / "out"
-    cmd = _submit_cmd(cluster, "1g", "--input", str(inp), "--output", str(out))
-    proc = subprocess.run(
-        cmd,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=_env(NEARDUP_VENV_ARCHIVE=str(packed_env)),
-        cwd=ROOT,
-    )
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    # PythonRunner merges the driver's stderr into stdout under spark-submit.
-    assert "stage check" in proc.stdout + proc.stderr
-    assert (out / "_SUCCESS").exists()
-    # The executors ran the packed interpreter, unpacked in their working directories.
-    (app,) = set((cluster.logs / "work").glob("app-*")) - apps_before
-    executor_dirs = [p.parent for p in app.rglob("stderr")]
-    assert executor_dirs and all((d / "neardup_env" / "bin" / "python").exists() for d in executor_dirs)
-    assert read_result(out) == brute_force(table["id"].to_pylist(), table["text"].to_pylist())

@@ -208,7 +208,6 @@ def test_integer_ids(spark: SparkSession, way: dict[str, Any]) -> None:
     check(spark, [(3, 1), (1, 2), (5, 4), (-7, 5)], T.ShortType(), **way)
 
 
-@pytest.mark.compat
 def test_other_id_types_take_the_distributed_path(spark: SparkSession) -> None:
     """Decimal and date ids are not labelled on the driver (their Python values need not
     come back from Arrow exactly): `auto` runs the rounds instead, with the same result."""

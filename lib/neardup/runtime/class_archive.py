@@ -45,6 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from neardup.runtime.java import java_class
+
 log = logging.getLogger("neardup")
 
 ENV = "NEARDUP_CLASS_ARCHIVE"
@@ -192,8 +194,9 @@ def build_after_exit(plan: Plan, spark: Any, pid: int) -> bool:
         return False
     try:
         jvm = spark.sparkContext._jvm
-        system = jvm.java.lang.System
-        inputs = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+        system = java_class(jvm, "java.lang.System")
+        management = java_class(jvm, "java.lang.management.ManagementFactory")
+        inputs = list(management.getRuntimeMXBean().getInputArguments())
         spec = {
             "pid": pid,
             "java": str(Path(system.getProperty("java.home")) / "bin" / "java"),

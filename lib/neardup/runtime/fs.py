@@ -9,6 +9,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from neardup.runtime.java import java_class
+
 
 class FileSystem:
     """A thin wrapper over org.apache.hadoop.fs.FileSystem for one path's scheme."""
@@ -22,11 +24,11 @@ class FileSystem:
         jvm: Any = spark._jvm
         jsc: Any = spark._jsc
         conf = jsc.hadoopConfiguration()
-        return cls(spark, jvm.org.apache.hadoop.fs.Path(path).getFileSystem(conf))
+        return cls(spark, java_class(jvm, "org.apache.hadoop.fs.Path")(path).getFileSystem(conf))
 
     def _path(self, path: str) -> Any:
         jvm: Any = self._spark._jvm
-        return jvm.org.apache.hadoop.fs.Path(path)
+        return java_class(jvm, "org.apache.hadoop.fs.Path")(path)
 
     def qualify(self, path: str) -> str:
         return str(self._fs.makeQualified(self._path(path)).toString())
@@ -65,7 +67,7 @@ class FileSystem:
         jvm: Any = self._spark._jvm
         stream = self._fs.open(self._path(path))
         try:
-            return str(jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+            return str(java_class(jvm, "org.apache.commons.io.IOUtils").toString(stream, "UTF-8"))
         finally:
             stream.close()
 

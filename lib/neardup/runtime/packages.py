@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from neardup.runtime.java import java_class
+
 # One version for the jar and for graphframes-py (pyproject's `graphframes` extra pins the
 # same). 0.11.0's "two_phase" (stages/components.py names it) agrees with breadth-first
 # search on Spark 4.3 and 3.5 as 0.10.0's algorithm does, ran 2-3 times faster on both (a
@@ -79,8 +81,8 @@ def class_loads(spark: Any, name: str) -> bool:
         jvm: Any = spark.sparkContext._jvm
         # The context class loader is the one that sees jars added by --packages / --jars
         # (the system class loader does not); graphframes-py loads its classes the same way.
-        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-        jvm.java.lang.Class.forName(name, False, loader)
+        loader = java_class(jvm, "java.lang.Thread").currentThread().getContextClassLoader()
+        java_class(jvm, "java.lang.Class").forName(name, False, loader)
         return True
     except Exception:
         return False

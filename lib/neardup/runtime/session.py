@@ -34,6 +34,7 @@ from pyspark.sql import SparkSession
 from neardup.errors import NeardupError
 from neardup.runtime import class_archive
 from neardup.runtime.class_archive import EXTRA_JAVA_OPTIONS
+from neardup.runtime.java import java_class
 from neardup.runtime.memory import format_size, human, local_heap, machine_memory, parse_size
 from neardup.runtime.packages import class_loads, packages_to_add
 
@@ -458,7 +459,7 @@ def heap_and_slots(spark: SparkSession) -> tuple[int, int, str]:
     sc = spark.sparkContext
     master = sc.master or "local[*]"
     if master.startswith("local"):
-        runtime: Any = spark._jvm.java.lang.Runtime.getRuntime()  # type: ignore[union-attr]
+        runtime: Any = java_class(spark._jvm, "java.lang.Runtime").getRuntime()
         return int(runtime.maxMemory()), _local_slots(master), "driver"
     conf = sc.getConf()
     heap = parse_size(conf.get("spark.executor.memory", "1g") or "1g", "m")

@@ -19,6 +19,7 @@ from typing import Any
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
+from neardup.runtime.java import java_class
 from neardup.runtime.memory import BatchSizes, batch_sizes, human
 from neardup.runtime.session import heap_and_slots
 
@@ -74,9 +75,9 @@ def parquet_profile(spark: SparkSession, files: Sequence[str], text_col: str) ->
     rows = text = total = 0
     largest_chunk = 0
     for name in sample:
-        path = jvm.org.apache.hadoop.fs.Path(name)
-        reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
-            jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(path, conf)
+        path = java_class(jvm, "org.apache.hadoop.fs.Path")(name)
+        reader = java_class(jvm, "org.apache.parquet.hadoop.ParquetFileReader").open(
+            java_class(jvm, "org.apache.parquet.hadoop.util.HadoopInputFile").fromPath(path, conf)
         )
         try:
             for n, chunks in _footer_chunks(jvm, reader.getFooter()):
@@ -104,9 +105,8 @@ def _footer_chunks(jvm: Any, footer: Any) -> list[tuple[int, list[tuple[str, int
     took 1.3 s for a file of 123 row groups); from the footer's objects where the JSON lacks
     a field (another parquet-mr's)."""
     try:
-        blocks = json.loads(str(jvm.org.apache.parquet.hadoop.metadata.ParquetMetadata.toJSON(footer)))[
-            "blocks"
-        ]
+        metadata = java_class(jvm, "org.apache.parquet.hadoop.metadata.ParquetMetadata")
+        blocks = json.loads(str(metadata.toJSON(footer)))["blocks"]
         return [
             (
                 int(b["rowCount"]),
