@@ -160,7 +160,6 @@ def test_batch_a_and_the_whole_corpus_equal_brute_force(runs: Runs, at_once: Pat
     assert _result(at_once) == _rounded(refs.whole)
 
 
-@pytest.mark.compat
 def test_batch_b_against_the_index_equals_brute_force(runs: Runs, refs: References, corpus: Corpus) -> None:
     rows = _clusters(runs.b)
     assert _result(runs.b) == _rounded(refs.b)
@@ -274,7 +273,6 @@ def test_same_result_whatever_the_partitioning(
     assert sorted(_clusters(tmp_path / "out"), key=lambda r: r["id"]) == _clusters(runs.b)
 
 
-@pytest.mark.compat
 def test_an_index_of_other_parameters_or_texts_or_ids_is_refused(
     spark: Any, runs: Runs, corpus: Corpus, tmp_path: Path
 ) -> None:

@@ -1,9 +1,9 @@
 """GraphFrames' connected components against an independent breadth-first search and the
 built-in backend, on the shared session (its jars resolved from ~/.m2 by
 spark.jars.packages, tests/conftest.py), and a session started without them, in a process
-of its own. Marked `compat` but for the long ids' run: each Spark line has jars of its own
-(Spark 3.5: Scala 2.12), and GraphFrames gets longs either way (the stage numbers string
-ids), so the string ids' run covers both on Spark 3.5."""
+of its own. Marked `compat` but for the long ids' run and the session without the jars: each
+Spark line has jars of its own (Spark 3.5: Scala 2.12), and GraphFrames gets longs either way
+(the stage numbers string ids), so the string ids' run covers both on Spark 3.5."""
 
 from __future__ import annotations
 
@@ -140,7 +140,6 @@ with open(sys.argv[2], "w") as f:
 """
 
 
-@pytest.mark.compat
 def test_without_the_jars(tmp_path: Path) -> None:
     """In a session started without GraphFrames' jars: not available; the graphframes
     backend is a usage error that names the package for the running Spark and Scala (Spark

@@ -113,7 +113,6 @@ def _doc(texts: dict[int, str | None], i: int, status: str, sim: float | None = 
     return Doc(i, status, text[:TEXT_CHARS], len(text), sim)
 
 
-@pytest.mark.compat
 @pytest.mark.parametrize("on_driver", [False, True], ids=["spark", "driver"])
 @pytest.mark.parametrize("with_similarity", [False, True], ids=["no-guard", "guard-column"])
 def test_gathered_figures_match_plain_counts(spark: Any, with_similarity: bool, on_driver: bool) -> None:
@@ -152,7 +151,6 @@ def test_gathered_figures_match_plain_counts(spark: Any, with_similarity: bool, 
         assert c == Cluster(_doc(texts, c.kept.id, "kept"), size_of[c.kept.id], want)
 
 
-@pytest.mark.compat
 def test_the_sample_depends_on_the_seed_only(spark: Any) -> None:
     data = _corpus(False)
 

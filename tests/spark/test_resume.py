@@ -46,11 +46,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result]:
 @pytest.mark.parametrize(
     ("crash_after", "finished"),
     [
-        pytest.param(
-            "candidates",
-            ["candidates", "signatures", "star_edges"],
-            marks=pytest.mark.compat,  # .ci/spark35 runs it on Spark 3.5 too
-        ),
+        ("candidates", ["candidates", "signatures", "star_edges"]),
         ("verify", ["candidates", "edges", "signatures", "star_edges"]),
     ],
 )

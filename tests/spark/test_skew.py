@@ -55,13 +55,11 @@ def _band_keys(docs: int, ids: str) -> dict[Any, list[int]]:
     }
 
 
-# Spark 3.5 runs the second (string ids, several partitions); the others add an id type or a
-# partitioning, the same SQL on either line.
 @pytest.mark.parametrize(
     ("cap", "over", "partitions", "ids"),
     [
         (32, 40, 1, "bigint"),
-        pytest.param(3, 3, 7, "string", marks=pytest.mark.compat),
+        (3, 3, 7, "string"),
         (1, 90, 29, "bigint"),
     ],
 )
@@ -107,12 +105,10 @@ def _texts() -> dict[str, str]:
     return {**{f"p{i:02d}": t for i, t in enumerate(page)}, **{f"u{i:02d}": t for i, t in enumerate(other)}}
 
 
-# Spark 3.5 runs the first (parts straddling Arrow batches, broadcast ends); the others add
-# a partitioning, one batch or ends not broadcast, the same SQL on either line.
 @pytest.mark.parametrize(
     ("batch_rows", "broadcast", "partitions"),
     [
-        pytest.param(3, True, 7, marks=pytest.mark.compat),
+        (3, True, 7),
         (1, False, 1),
         (10_000, True, 29),
     ],

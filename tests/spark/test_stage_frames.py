@@ -247,7 +247,6 @@ def test_check_outputs_accepts_a_consistent_output(spark: Any, on_driver: bool) 
     assert counts == {"kept": 2, "unique": 1, "exact_duplicates": 1, "near_duplicates": 1, "rejected": 1}
 
 
-@pytest.mark.compat
 @pytest.mark.parametrize(
     ("clusters", "kept", "rejected", "n", "message"),
     [

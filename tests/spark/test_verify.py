@@ -16,8 +16,6 @@ from neardup.stages.sign import sign_params
 from neardup.stages.verify import endpoint_texts, verify_pairs
 from neardup_testkit.reference import jaccard, shingles
 
-pytestmark = pytest.mark.compat  # .ci/spark35 runs these on Spark 3.5 too
-
 
 def _corpus(rng: random.Random) -> dict[str, str]:
     """Families of edited copies: Jaccard from ~0.3 to 1 within a family, ~0 across."""
