@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.report.diff import word_diff
@@ -52,6 +52,8 @@ _words = st.lists(st.sampled_from(["a", "b", "c", "<i>", "&", "é", "x\ny"]), ma
 _spaces = st.sampled_from([" ", "  ", "\n", "\t "])
 
 
+# No deadline: CI runs this tier beside the Spark and end-to-end tiers, on busy cores.
+@settings(deadline=None)
 @given(_words, _words, _spaces)
 def test_word_diff_keeps_the_texts_and_their_common_words(a: list[str], b: list[str], space: str) -> None:
     ta, tb = space.join(a), " ".join(b)
