@@ -1,17 +1,17 @@
 """YARN and HDFS for real, on Hadoop's own minicluster (yarn.py; the `minicluster` fixture,
 one per test session): ./spark-submit.sh --master yarn in client and in cluster mode, with
-hdfs:// input and output and Python shipped as the tier's venv-pack archive, against a local
-run of the same corpus; faults; the index on HDFS.
+hdfs:// input and output and Python shipped as the tier's venv-pack archive, against the
+corpus's brute-force clusters; faults; the index on HDFS.
 
 Two submits cover client mode, cluster mode and the faults: a client-mode run whose driver is
 killed after stage candidates, and its rerun in cluster mode, which resumes from _work/ on HDFS
-and loses an executor mid-verification. Its clusters/ equal the local run's, so both deploy
-modes' work is in it.
+and loses an executor mid-verification. Its clusters/ are the brute-force ones, so both
+deploy modes' work is in it.
 
 The corpus is 600 generated documents in 4 Parquet files, not the shipped sample: on this
 machine a submit of the sample took twice as long as these, and what the tests check does not
-depend on the corpus's size. The local run and what needs no process of its own run in this
-process, on a local session of the module. The packed environment goes onto HDFS once,
+depend on the corpus's size. What needs no process of its own (the index's commands) runs in
+this process, on a local session of the module. The packed environment goes onto HDFS once,
 world-readable: YARN localizes a public resource once per node, not once per application,
 and spark-submit uploads nothing it finds on the cluster's file system already.
 """
@@ -36,6 +36,8 @@ import pytest
 from driver_ui import get_json, wait_for, wait_for_busy_executor
 from short_jvm import C1_ONLY, SHORT_LIVED_JVM
 from yarn import MiniCluster, cmdline, free_ports
+
+from brute_force import Result, brute_force, read_result
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_HOME = Path(pyspark.__file__).parent
@@ -82,7 +84,7 @@ class OnHdfs:
     cluster: MiniCluster
     env_archive: str  # the packed environment, hdfs://
     corpus: str  # the input, hdfs://
-    local: list[dict[str, Any]]  # clusters/ of the local run, sorted by id
+    want: Result  # the corpus's brute-force clusters
 
 
 @pytest.fixture(scope="module")
@@ -110,23 +112,14 @@ def local_spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             proc.wait()
 
 
-def run_cli(*args: str) -> int:
-    """The command line's entry in this process (on the module's local session)."""
-    from neardup.cli import main
-
-    return main(list(args))
-
-
 def clusters_rows(path: Path) -> list[dict[str, Any]]:
     """clusters/ whole: every row and column, sorted by id."""
     return sorted(pq.read_table(path / "clusters").to_pylist(), key=lambda r: r["id"])
 
 
 @pytest.fixture(scope="module")
-def on_hdfs(
-    minicluster: MiniCluster, packed_env: Path, local_spark: Any, tmp_path_factory: pytest.TempPathFactory
-) -> OnHdfs:
-    """The corpus and the packed environment on HDFS, and the local run's clusters/."""
+def on_hdfs(minicluster: MiniCluster, packed_env: Path, tmp_path_factory: pytest.TempPathFactory) -> OnHdfs:
+    """The corpus and the packed environment on HDFS, and its brute-force clusters."""
     from neardup_testkit import synth
 
     root = tmp_path_factory.mktemp("yarn")
@@ -137,13 +130,11 @@ def on_hdfs(
         pq.write_table(table.slice(i * 150, 150), corpus / f"part-{i}.parquet")
     minicluster.put(corpus, "/data/corpus")
     minicluster.put(packed_env, "/envs/neardup-env.tar.gz")
-    local = root / "local"
-    assert run_cli("dedup", "--input", str(corpus), "--output", str(local), *NO_HTML) == 0
     return OnHdfs(
         minicluster,
         minicluster.url("/envs/neardup-env.tar.gz"),
         minicluster.url("/data/corpus"),
-        clusters_rows(local),
+        brute_force(table["id"].to_pylist(), table["text"].to_pylist()),
     )
 
 
@@ -286,7 +277,7 @@ def test_the_rerun_in_cluster_mode_resumes_them_through_a_killed_executor(
     from _work/ on HDFS). While verification's tasks run, an executor's JVM is killed with
     SIGKILL (the driver's REST API names a busy executor, its container's command line has
     the pid): YARN reports the container lost, Spark starts another and reruns what was lost.
-    clusters/ equal the local run's. The driver runs in the application master's container, on
+    clusters/ are the brute-force ones. The driver runs in the application master's container, on
     the shipped environment's Python, as the executors."""
     h = on_hdfs
     ui, log = free_ports(1)[0], tmp_path / "cluster.log"
@@ -311,7 +302,7 @@ def test_the_rerun_in_cluster_mode_resumes_them_through_a_killed_executor(
     report = json.loads(h.cluster.read(f"{FAULTS}/report.json"))
     assert sorted(report["resumed_stages"]) == ["candidates", "signatures", "star_edges"]
     assert seen.get("dedup.py") == {SHIPPED_PYTHON} and seen.get("pyspark.daemon") == {SHIPPED_PYTHON}, seen
-    assert hdfs_clusters(h.cluster, FAULTS, tmp_path) == h.local
+    assert read_result(h.cluster.get(f"{FAULTS}/clusters", tmp_path / "clusters").parent) == h.want
     took = time.monotonic() - began
     print(f"cluster-mode rerun: {took:.1f} s; executor {victim} ({container}) killed at {killed_at:.1f} s")
 
