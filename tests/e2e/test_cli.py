@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from cli_process import ARCHIVE_NOTE, ROOT, SAMPLE, neardup
 
-from brute_force import Result, read_result
+from brute_force import Result
 from inprocess import neardup as in_process
 from neardup_testkit.reference import guarded_clusters
 
@@ -121,10 +121,13 @@ def test_config_errors_are_one_line_with_exit_code_2(
     assert "Traceback" not in ran.err and not (tmp_path / "o").exists()
 
 
-def test_an_input_error_is_one_line_with_exit_code_3(tmp_path: Path) -> None:
+def test_an_input_error_is_one_line_with_exit_code_3(
+    chains_corpus: tuple[Path, Result], tmp_path: Path
+) -> None:
     """Found once Spark reads the input: a process, so that whatever the JVM prints to the
     terminal would be in its stderr."""
-    proc = neardup("dedup", "--input", str(SAMPLE), "--output", str(tmp_path / "o"), "--id-col", "nope")
+    inp, _ = chains_corpus
+    proc = neardup("dedup", "--input", str(inp), "--output", str(tmp_path / "o"), "--id-col", "nope")
     assert proc.returncode == 3, proc.stderr[-2000:]
     lines = _error_lines(proc.stderr)
     assert len(lines) == 1 and "no id column 'nope'" in lines[0], proc.stderr[-2000:]
@@ -136,34 +139,6 @@ def test_usage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     by Spark's file system: tests/spark/test_bad_input.py's, on the shared session.)"""
     ran = in_process(capsys, "dedup", "--output", str(tmp_path / "o"))
     assert ran.code == 2 and "neardup: error: the following arguments are required: --input" in ran.err
-
-
-def test_rerun_after_a_crash_resumes_from_finished_stages(
-    chains_corpus: tuple[Path, Result], tmp_path: Path
-) -> None:
-    """A driver process that dies after sign (its own exit, 86); the rerun resumes, and its
-    clusters are the brute-force ones (the tier's hundred documents). Other signing
-    parameters after a crash, and the later stages' crashes, are tests/spark/test_resume.py's,
-    in-process."""
-    crash_after, finished = "sign", ["signatures"]
-    inp, want = chains_corpus
-    out = tmp_path / "out"
-    args = ["dedup", "--input", str(inp), "--output", str(out), "--set", "report.html=false"]
-    env_fail = {"NEARDUP_FAIL_AFTER_STAGE": crash_after}
-    crashed = neardup(*args, env=env_fail)
-    assert crashed.returncode == 86, crashed.stderr[-2000:]
-    assert not out.exists(), "a crashed run must not leave output that looks complete"
-    staging = tmp_path / "out.neardup-staging" / "_work"
-    assert sorted(p.name.split("-")[0] for p in staging.iterdir() if (p / "_SUCCESS").exists()) == finished
-
-    resumed = neardup(*args)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    for stage in finished:
-        assert f"stage {stage:<10} reusing" in resumed.stderr
-    report = json.loads((out / "report.json").read_text())
-    assert sorted(report["resumed_stages"]) == finished
-    assert read_result(out) == want
-    assert not (tmp_path / "out.neardup-staging").exists() and not (out / "_work").exists()
 
 
 # Spark's start-up chatter: the JVM's, log4j's and Hadoop's lines a bare Spark prints.
@@ -246,7 +221,7 @@ def test_stderr_holds_neardup_lines_only(sample_run: tuple[Path, subprocess.Comp
     )
 
 
-def test_debug_shows_spark_s_own_output(tmp_path: Path) -> None:
+def test_debug_shows_spark_s_own_output(chains_corpus: tuple[Path, Result], tmp_path: Path) -> None:
     """With --debug the JVM writes to the terminal: its start-up lines are there (the run
     stops after reading, which is enough to see them)."""
     import pyspark
@@ -254,7 +229,7 @@ def test_debug_shows_spark_s_own_output(tmp_path: Path) -> None:
     proc = neardup(
         "dedup",
         "--input",
-        str(SAMPLE),
+        str(chains_corpus[0]),
         "--output",
         str(tmp_path / "out"),
         "--debug",
@@ -267,7 +242,9 @@ def test_debug_shows_spark_s_own_output(tmp_path: Path) -> None:
     assert "Spark's own log" not in proc.stderr
 
 
-def test_spark_submit_keeps_spark_s_start_up_off_stderr(tmp_path: Path) -> None:
+def test_spark_submit_keeps_spark_s_start_up_off_stderr(
+    chains_corpus: tuple[Path, Result], tmp_path: Path
+) -> None:
     """./spark-submit.sh (local[1]): the driver logs warnings only and the JVM's incubator
     line is dropped, so none of the chatter and no INFO line reaches stderr (the run stops
     after reading; the start-up is over by then). PythonRunner sends the driver's Python
@@ -275,7 +252,7 @@ def test_spark_submit_keeps_spark_s_start_up_off_stderr(tmp_path: Path) -> None:
     conf_dir = tmp_path / "spark-conf"  # no log4j2.properties of a user's
     conf_dir.mkdir()
     env = {"PYTHON": sys.executable, "SPARK_CONF_DIR": str(conf_dir), "NEARDUP_FAIL_AFTER_STAGE": "read"}
-    args = ["dedup", "--input", str(SAMPLE), "--output", str(tmp_path / "out")]
+    args = ["dedup", "--input", str(chains_corpus[0]), "--output", str(tmp_path / "out")]
     proc = subprocess.run(
         [str(ROOT / "spark-submit.sh"), "--master", "local[1]", "--", *args],
         capture_output=True,
@@ -285,6 +262,6 @@ def test_spark_submit_keeps_spark_s_start_up_off_stderr(tmp_path: Path) -> None:
         cwd=ROOT,
     )
     assert proc.returncode == 86, (proc.stdout + proc.stderr)[-3000:]
-    assert re.search(r"stage read +\d+\.\d s  input=2,254", proc.stdout), proc.stdout
+    assert re.search(rf"stage read +\d+\.\d s  input={len(chains_corpus[1])}\n", proc.stdout), proc.stdout
     assert _chatter(proc.stderr) == [], proc.stderr
     assert [line for line in proc.stderr.splitlines() if " INFO " in line] == [], proc.stderr

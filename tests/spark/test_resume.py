@@ -1,8 +1,9 @@
 """A rerun after a crash resumes from the stages that finished, driven through the command
 line's entry in this process (`neardup.cli.main` on the test session). The crash is the
 job's own hook (`NEARDUP_FAIL_AFTER_STAGE`) raising instead of exiting
-(`NEARDUP_FAIL_HOW=raise`): the same _work/ left behind. A real process killed after a
-stage, and the rerun's stderr, are tests/e2e/test_cli.py's.
+(`NEARDUP_FAIL_HOW=raise`): the same _work/ left behind. A real driver killed with SIGKILL
+after a stage, and the rerun that resumes it in another deploy mode, with _work/ on HDFS,
+are tests/e2e/test_yarn.py's.
 
 The corpus: a small generated one with a page copied into an LSH bucket of more than
 lsh.all_pairs_up_to documents, so that the candidates stage leaves star edges too. What a
