@@ -255,6 +255,10 @@ class Installed:
             "PYSPARK_PYTHON": str(self.python),
             "PYSPARK_DRIVER_PYTHON": str(self.python),
             "NUMBA_CACHE_DIR": str(root / "numba-cache"),
+            # As in every test (tests/conftest.py): a run that starts its own JVM would
+            # otherwise leave a builder dumping a class archive (a minute of CPU) beside the
+            # tier's next tests. tests/e2e/test_class_archive.py is the archive's test.
+            "NEARDUP_CLASS_ARCHIVE": "0",
         }
         self.env = env
 
