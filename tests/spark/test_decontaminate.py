@@ -271,8 +271,17 @@ def _frame(spark: Any, ids: list[int], extra: str = "") -> Any:
 @pytest.mark.parametrize(
     ("kept", "removed", "rejected", "matches", "problem"),
     [
-        ([1, 2], [3], [4], [(3, "ngram", None, "w")], None),
-        ([1, 3], [3], [4], [(3, "ngram", None, "w")], "3 distinct ids and 0 rows without one"),
+        # On Spark 3.5 (compat) a passing output and a failing one: the rest are the same
+        # frames with other rows (18 s of the 3.5 tier's CPU).
+        pytest.param([1, 2], [3], [4], [(3, "ngram", None, "w")], None, marks=pytest.mark.compat),
+        pytest.param(
+            [1, 3],
+            [3],
+            [4],
+            [(3, "ngram", None, "w")],
+            "3 distinct ids and 0 rows without one",
+            marks=pytest.mark.compat,
+        ),
         ([1], [3], [4], [(3, "ngram", None, "w")], "!= input 4"),
         ([1, 2], [3], [4], [(2, "ngram", None, "w")], "1 removed documents have no match and 1 matched"),
         (
@@ -286,7 +295,6 @@ def _frame(spark: Any, ids: list[int], extra: str = "") -> Any:
         ([1, 2], [3], [4], [(3, "exact", None, "w")], "1 matches have an unknown reason"),
     ],
 )
-@pytest.mark.compat
 def test_the_output_check_fails_on_what_it_must(
     spark: Any,
     kept: list[int],

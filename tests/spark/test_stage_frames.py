@@ -563,8 +563,9 @@ _RANK_VALUES: dict[str, list[Any]] = {
 }
 
 
-@pytest.mark.compat
-@pytest.mark.parametrize("policy", ["earliest", "quality"])
+# On Spark 3.5 (compat) every type with one policy, the descending one: the ascending one
+# sorts the same values (it took 22 s of the 3.5 tier's CPU).
+@pytest.mark.parametrize("policy", ["earliest", pytest.param("quality", marks=pytest.mark.compat)])
 @pytest.mark.parametrize("rank_type", list(_RANK_VALUES))
 def test_choose_survivors_is_the_policys_sort_for_every_column_type(
     spark: Any, policy: str, rank_type: str
