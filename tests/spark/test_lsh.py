@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from neardup.kernels.band_blocks import balanced_labels
 from neardup.stages.candidates import candidate_edges
 from neardup_testkit import reference
 
@@ -99,3 +100,15 @@ def test_a_document_keeps_its_smallest_centre_and_links_the_rest(spark: Any) -> 
     # both, 3: (2, 3); 3 by 4: (3, 4); 4 by 5: (4, 5).
     assert got == {(1, 2), (1, 3), (1, 4), (1, 5), (1, 6), (2, 3), (3, 4), (4, 5)}
     assert got == reference.lsh_candidates(_buckets(bands), 2)
+
+
+@pytest.mark.parametrize(("dests", "partitions"), [(24, 8), (7, 7)])
+def test_balanced_labels_land_each_in_its_own_partition(spark: Any, dests: int, partitions: int) -> None:
+    """The band shuffle's labels (kernels/band_blocks.py) go to partition d mod partitions
+    under Spark's own hash partitioning, as the numpy Murmur3 says."""
+    from pyspark.sql import functions as F
+
+    labels = balanced_labels(dests, partitions)
+    frame = spark.createDataFrame([(int(v), d) for d, v in enumerate(labels)], "_dest int, d int")
+    placed = frame.repartition(partitions, "_dest").select("d", F.spark_partition_id().alias("p")).collect()
+    assert sorted((r["d"], r["p"]) for r in placed) == [(d, d % partitions) for d in range(dests)]

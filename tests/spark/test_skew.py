@@ -70,12 +70,11 @@ def test_spread_buckets_give_the_same_candidates(
     buckets = _buckets(bands)
     signed = spark.createDataFrame(list(bands.items()), f"_id {ids}, _bands array<bigint>").repartition(3)
     want = _expected_edges(buckets, cap)
-    # The large buckets, sizes and minima exactly, with their pieces.
-    field = signed.schema[C.DOC_ID]
-    large = candidates._large_buckets(signed, over, field)
+    # The large buckets, sizes and minima exactly.
+    large = candidates._large_buckets(signed, over)
     assert large is not None
-    assert sorted(tuple(r) for r in large.collect()) == sorted(
-        (k, len(m), m[0], skew.pieces(len(m), over)) for k, m in buckets.items() if len(m) > over
+    assert sorted(tuple(r) for r in large) == sorted(
+        (k, len(m), m[0]) for k, m in buckets.items() if len(m) > over
     )
     partitions_before = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
@@ -91,7 +90,7 @@ def test_spread_buckets_give_the_same_candidates(
 def test_no_large_bucket_leaves_the_plan_alone(spark: Any) -> None:
     bands = {d: [d, 10_000 + d // 2] for d in range(200)}  # buckets of one and two documents
     signed = spark.createDataFrame(list(bands.items()), "_id bigint, _bands array<bigint>")
-    assert candidates._large_buckets(signed, 32, signed.schema[C.DOC_ID]) is None
+    assert candidates._large_buckets(signed, 32) is None
     got = {(r[C.SRC], r[C.DST]) for r in candidates.candidate_edges(signed, 32, 32).edges.collect()}
     assert got == _expected_edges(_buckets(bands), 32)
 

@@ -327,7 +327,7 @@ def _candidates(
     def build() -> Candidates:
         # Once for both results (a resumed run may need only one of them).
         if not built:
-            built.append(candidate_edges(exact.reps, cap, over, keep))
+            built.append(candidate_edges(exact.reps, cap, over, keep, rows))
         return built[0]
 
     candidates = r.work.materialize("candidates", fps.candidates, lambda: build().edges)

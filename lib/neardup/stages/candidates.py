@@ -7,35 +7,44 @@ documents, and a star from the smallest id of a larger one. A star edge needs on
 own row and the bucket's minimum, so a large bucket is never gathered in one place, and
 a small one is gathered only once it is known to be small.
 
-A bucket's size and minimum still come from a window by band key, which holds the whole
-bucket in one task: a page copied a million times puts a million rows per band there. So
-buckets of more than `split_over` rows are found first (stages/skew.py: a sample of the
-documents), their size and minimum counted by an aggregation combined in every task
-before its shuffle, and their rows spread over several tasks of the window by a salt (a
-hash of the id), with the exact size and minimum broadcast to them. The edges are the same
-whichever buckets are spread.
+The band rows are shuffled in blocks (kernels/band_blocks.py): each task's keys split by
+destination in Python and sent as a few binary rows, each destination's blocks read whole
+by one task that finds its shared keys with a numpy sort. A destination's rows are what
+one Python worker holds at a time, so their number grows with the rows (`destinations`).
+
+A page copied a million times would still put a million rows per band in one
+destination. So buckets of more than `split_over` rows are found first (stages/skew.py: a
+sample of the documents), their size and minimum counted by an aggregation combined in
+every task before its shuffle; their rows stay out of the blocks, and their star edges
+come from each row and the broadcast minimum, with no shuffle. The edges are the same
+whichever buckets are found.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup import columns as C
+from neardup.kernels.band_blocks import BLOCK, DEST, balanced_labels
 from neardup.stages import skew
 
 log = logging.getLogger("neardup")
-# A large bucket's rows: their piece, how many pieces, the whole bucket's size and minimum.
-_SALT = "_salt"
-_PIECES = "_pieces"
-_LARGE_SIZE = "_large_size"
-_LARGE_MIN = "_large_min"
+# A destination holds about this much of the band rows (a key and an id of 8 bytes each),
+# and a Python worker one destination at a time (with its sort, about three times that).
+DESTINATION_BYTES = 16 << 20
+ROW_BYTES = 16
+_BLOCK_SCHEMA = T.StructType(
+    [T.StructField(DEST, T.IntegerType(), False), T.StructField(BLOCK, T.BinaryType(), False)]
+)
 # A document's smallest centre: the least minimum of the large buckets it is in.
 _FIRST = "_first"
 # Which star edges a document keeps (`_per_document`): in the candidates' fingerprint, so
@@ -61,29 +70,38 @@ class Candidates:
     stars: DataFrame
 
 
+def destinations(rows: int, partitions: int) -> int:
+    """How many destinations the band shuffle's `rows` go to: a multiple of the shuffle's
+    `partitions` (each task takes as many), and enough that one holds about
+    DESTINATION_BYTES of (key, id) rows (ROW_BYTES each)."""
+    per_task = math.ceil(rows * ROW_BYTES / (partitions * DESTINATION_BYTES))
+    return partitions * max(1, per_task)
+
+
 def candidate_edges(
     signed: DataFrame,
     all_pairs_up_to: int,
     split_over: skew.Threshold | None = None,
     keep: Callable[[DataFrame], DataFrame] | None = None,
+    rows: int = 0,
 ) -> Candidates:
     """(_id, _bands) -> distinct (src, dst) with src < dst, and the star groups.
 
-    One shuffle of the band rows by key; an unordered window gives each row its bucket's
-    size and smallest id (no sort by id, no list of the bucket), and the single-document
-    buckets, nearly all of them, are dropped. Only the shared rows (2-3 % on the
-    benchmark corpus) are sorted and reach Python. A `distinct` merges a pair that shares
-    several bands, and only some of a document's star edges are kept (`_per_document`).
+    One shuffle of the band rows in blocks by destination (kernels/band_blocks.py, `rows`
+    of them at most: what sizes the destinations); each task finds its destinations' shared
+    buckets with a numpy sort, and only their rows reach `bucket_edges`. A `distinct`
+    merges a pair that shares several bands, and only some of a document's star edges are
+    kept (`_per_document`).
 
-    Measured on 1M documents x 16 bands (2 cores): 8.1 s, as fast as the star-only window
-    it replaced (7.3-7.8 s), and 13 s for a hash aggregation by key joined back to the
-    band rows, whose map-side partial pass is wasted on keys that are nearly all distinct.
-    Hence the buckets of more than `split_over` rows (None: none) are found from a sample
-    first, and only theirs are counted apart (`_large_buckets`); without any, the plan is
-    the window alone.
+    On the 1M benchmark corpus (17 million band rows, 2 cores) the stage took 9.8 s where
+    the window over Spark rows by key it replaced took 17.4 s (sorting and windowing every
+    row in the JVM to find the 2-3 % shared), the same outputs; a hash aggregation by key
+    joined back to the band rows took 13 s against the window's 8.1 s before that. The buckets of more than
+    `split_over` rows (None: none) are found from a sample first and counted apart
+    (`_large_buckets`); their rows never enter the shuffle.
 
     keep: persist the distinct candidates, which the three parts of `_per_document` and
-    the star groups read (without it, each part may run the window and the kernel again:
+    the star groups read (without it, each part may run the shuffle and the kernel again:
     97 s against 28 s on the skewed benchmark corpus, whose large buckets make a plan Spark
     did not reuse). With it, a take (whose first job computes them) asks whether there is
     any star edge; without one the candidates are the distinct pairs as they are.
@@ -96,37 +114,32 @@ def candidate_edges(
             T.StructField(C.STAR, T.BooleanType(), False),
         ]
     )
-    rows = band_rows(signed)
-    large = None if split_over is None else _large_buckets(signed, skew.threshold(split_over), id_field)
-    if large is None:
-        bucket = Window.partitionBy(C.BAND_KEY)
-        size, smallest = F.count(F.lit(1)).over(bucket), F.min(C.DOC_ID).over(bucket)
-    else:
-        # A large bucket's rows go to the window in pieces (salted by id); their size and
-        # minimum are the whole bucket's, broadcast. Other rows have salt 0: whole buckets.
-        rows = rows.join(F.broadcast(large), C.BAND_KEY, "left").select(
-            C.BAND_KEY,
-            C.DOC_ID,
-            F.coalesce(F.pmod(F.xxhash64(C.DOC_ID), F.col(_PIECES)), F.lit(0)).alias(_SALT),
-            F.col(C.BUCKET_SIZE).alias(_LARGE_SIZE),
-            F.col(C.BUCKET_MIN).alias(_LARGE_MIN),
-        )
-        bucket = Window.partitionBy(C.BAND_KEY, _SALT)
-        size = F.coalesce(F.col(_LARGE_SIZE), F.count(F.lit(1)).over(bucket))
-        smallest = F.coalesce(F.col(_LARGE_MIN), F.min(C.DOC_ID).over(bucket))
-    shared = (
-        rows.select(C.BAND_KEY, C.DOC_ID, size.alias(C.BUCKET_SIZE), smallest.alias(C.BUCKET_MIN))
-        .filter(F.col(C.BUCKET_SIZE) > 1)
-        # The window left the rows clustered by key; this sorts only the shared rows.
-        .sortWithinPartitions(C.BAND_KEY, C.DOC_ID)
-    )
+    spark = signed.sparkSession
+    large = None if split_over is None else _large_buckets(signed, skew.threshold(split_over))
+    skip = None if large is None else np.array(sorted(r[0] for r in large), dtype=np.int64)
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
+    dests = destinations(rows, partitions)
+    labels = balanced_labels(dests, partitions)
+
+    def split(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from neardup.kernels.band_blocks import band_blocks
+
+        return band_blocks(batches, dests, labels, skip)
 
     def edges(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from neardup.kernels.band_blocks import destination_buckets
         from neardup.kernels.buckets import bucket_edges
 
-        return bucket_edges(batches, all_pairs_up_to)
+        for shared in destination_buckets(batches):
+            yield from bucket_edges(shared.to_batches(), all_pairs_up_to)
 
-    merged = shared.mapInArrow(edges, schema).groupBy(C.SRC, C.DST).agg(F.bool_and(C.STAR).alias(C.STAR))
+    blocks = signed.select(C.DOC_ID, C.BAND_KEYS).mapInArrow(split, _BLOCK_SCHEMA)
+    # Each label hashes to a partition of its own; the sort brings a destination's few
+    # blocks together, so a task reads one destination at a time.
+    found = blocks.repartition(partitions, DEST).sortWithinPartitions(DEST).mapInArrow(edges, schema)
+    if large is not None:
+        found = found.unionByName(_large_star_edges(signed, large, id_field))
+    merged = found.groupBy(C.SRC, C.DST).agg(F.bool_and(C.STAR).alias(C.STAR))
     if keep is not None:
         merged = keep(merged)
     stars = merged.filter(F.col(C.STAR)).select(C.SRC, C.DST)
@@ -179,9 +192,9 @@ def _per_document(merged: DataFrame) -> DataFrame:
     )
 
 
-def _large_buckets(signed: DataFrame, over: int, id_field: T.StructField) -> DataFrame | None:
-    """(_band_key, _bucket_size, _bucket_min, _pieces) of the buckets of more than `over`
-    rows, or None if there are none; small, for a broadcast.
+def _large_buckets(signed: DataFrame, over: int) -> list[Row] | None:
+    """(_band_key, _bucket_size, _bucket_min) of the buckets of more than `over` rows, or
+    None if there are none; few (a sample finds them).
 
     Two jobs: the sample's candidates (keys estimated at over / 2 rows or more), then their
     exact sizes and minima from an aggregation of their rows alone, combined in every task
@@ -208,25 +221,28 @@ def _large_buckets(signed: DataFrame, over: int, id_field: T.StructField) -> Dat
     )
     if not counted:
         return None
-    sizes = [int(r[C.BUCKET_SIZE]) for r in counted]
     log.info(
-        "candidates: %d buckets of more than %d documents (the largest %d) spread over tasks",
+        "candidates: %d buckets of more than %d documents (the largest %d) kept out of the shuffle",
         len(counted),
         over,
-        max(sizes),
+        max(int(r[C.BUCKET_SIZE]) for r in counted),
     )
+    return counted
+
+
+def _large_star_edges(signed: DataFrame, large: list[Row], id_field: T.StructField) -> DataFrame:
+    """(src, dst, _star) star edges of the large buckets: from each of their rows to the
+    bucket's minimum, broadcast; no shuffle. The minimum itself has no edge."""
     schema = T.StructType(
         [
             T.StructField(C.BAND_KEY, T.LongType(), False),
-            T.StructField(C.BUCKET_SIZE, T.LongType(), False),
             T.StructField(C.BUCKET_MIN, id_field.dataType, False),
-            T.StructField(_PIECES, T.LongType(), False),
         ]
     )
-    return spark.createDataFrame(
-        [
-            (r[C.BAND_KEY], n, r[C.BUCKET_MIN], skew.pieces(n, over))
-            for r, n in zip(counted, sizes, strict=True)
-        ],
-        schema,
+    minima = signed.sparkSession.createDataFrame([(r[C.BAND_KEY], r[C.BUCKET_MIN]) for r in large], schema)
+    return (
+        band_rows(signed)
+        .join(F.broadcast(minima), C.BAND_KEY)
+        .filter(F.col(C.DOC_ID) != F.col(C.BUCKET_MIN))
+        .select(F.col(C.BUCKET_MIN).alias(C.SRC), F.col(C.DOC_ID).alias(C.DST), F.lit(True).alias(C.STAR))
     )
