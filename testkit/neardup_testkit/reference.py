@@ -628,3 +628,9 @@ def _groups(component: Mapping[Any, Any]) -> list[list[Any]]:
     for node, root in component.items():
         members[root].append(node)
     return [sorted(m) for m in members.values()]
+
+
+def band_key_bytes(keys: Sequence[int]) -> bytes:
+    """A `_bands` value as the job's signing stage writes it: each band key as 8 bytes,
+    little-endian, two's complement, in band order."""
+    return b"".join(int(k).to_bytes(8, "little", signed=True) for k in keys)

@@ -51,7 +51,7 @@ def test_candidate_edges_match_python_buckets(
     want = reference.lsh_candidates(buckets, cap)
     assert any(len(v) > 50 for v in [[d for d in docs if bands[d][2] == 2000]])
     signed = spark.createDataFrame(
-        [(d, keys) for d, keys in bands.items()], f"_id {ids}, _bands array<bigint>"
+        [(d, reference.band_key_bytes(keys)) for d, keys in bands.items()], f"_id {ids}, _bands binary"
     ).repartition(3)
     key = "spark.sql.execution.arrow.maxRecordsPerBatch"
     before = spark.conf.get(key)
@@ -93,7 +93,9 @@ def test_a_document_keeps_its_smallest_centre_and_links_the_rest(spark: Any) -> 
         5: [100, 101, 102, 103, 991],
         6: [100, 101, 102, 103, 990],
     }
-    signed = spark.createDataFrame(list(bands.items()), "_id bigint, _bands array<bigint>")
+    signed = spark.createDataFrame(
+        [(d, reference.band_key_bytes(k)) for d, k in bands.items()], "_id bigint, _bands binary"
+    )
     got = {(r["src"], r["dst"]) for r in candidate_edges(signed, 2).edges.collect()}
     # (1, 2) is a pair, so 2 has no star edge. Centres: of 3, 1 and 2; of 4, 1 to 3; of 5 and
     # 6, 1 to 4. Each keeps its edge to 1; 2 is linked to 1 by the smallest document with

@@ -68,7 +68,9 @@ def test_spread_buckets_give_the_same_candidates(
 ) -> None:
     bands = _band_keys(500, ids)
     buckets = _buckets(bands)
-    signed = spark.createDataFrame(list(bands.items()), f"_id {ids}, _bands array<bigint>").repartition(3)
+    signed = spark.createDataFrame(
+        [(d, reference.band_key_bytes(k)) for d, k in bands.items()], f"_id {ids}, _bands binary"
+    ).repartition(3)
     want = _expected_edges(buckets, cap)
     # The large buckets, sizes and minima exactly.
     large = candidates._large_buckets(signed, over)
@@ -89,7 +91,9 @@ def test_spread_buckets_give_the_same_candidates(
 
 def test_no_large_bucket_leaves_the_plan_alone(spark: Any) -> None:
     bands = {d: [d, 10_000 + d // 2] for d in range(200)}  # buckets of one and two documents
-    signed = spark.createDataFrame(list(bands.items()), "_id bigint, _bands array<bigint>")
+    signed = spark.createDataFrame(
+        [(d, reference.band_key_bytes(k)) for d, k in bands.items()], "_id bigint, _bands binary"
+    )
     assert candidates._large_buckets(signed, 32) is None
     got = {(r[C.SRC], r[C.DST]) for r in candidates.candidate_edges(signed, 32, 32).edges.collect()}
     assert got == _expected_edges(_buckets(bands), 32)

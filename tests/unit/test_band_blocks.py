@@ -19,11 +19,13 @@ from neardup.kernels.band_blocks import (
     DEST,
     balanced_labels,
     band_blocks,
+    band_key_rows,
     destination_buckets,
     destinations,
     shared_rows,
     sorted_order,
 )
+from neardup_testkit import reference
 
 
 def _documents(rng: random.Random, n: int, ids: str) -> tuple[list[Any], list[list[int]]]:
@@ -63,9 +65,8 @@ def test_shared_buckets_are_those_of_a_plain_grouping(dests: int, chunk: int, id
     rng = random.Random(dests)
     doc_ids, keys = _documents(rng, 1500, ids)
     id_type = pa.int64() if ids == "bigint" else pa.string()
-    table = pa.table(
-        {C.DOC_ID: pa.array(doc_ids, id_type), C.BAND_KEYS: pa.array(keys, pa.list_(pa.int64()))}
-    )
+    bands = pa.array([reference.band_key_bytes(k) for k in keys], pa.binary())
+    table = pa.table({C.DOC_ID: pa.array(doc_ids, id_type), C.BAND_KEYS: bands})
     # Batches of Spark's sizes, one of them a slice (offsets not at zero).
     batches = [
         table.slice(0, 1).to_batches()[0],
@@ -121,3 +122,17 @@ def test_balanced_labels_give_each_partition_its_share(dests: int, partitions: i
     assert len(set(labels.tolist())) == dests and labels.max() < 2**31
     parts = spark_int_partitions(labels, partitions)
     assert np.array_equal(parts, np.arange(dests) % partitions)
+
+
+def test_band_key_rows_are_the_keys_in_band_order() -> None:
+    keys = [[5, -1, 2**63 - 1], None, [-(2**63), 0, 7]]
+    column = pa.array([None if k is None else reference.band_key_bytes(k) for k in keys], pa.binary())
+    batch = pa.RecordBatch.from_arrays([pa.array(["a", "b", "c"]), column], names=["doc", C.BAND_KEYS])
+    (out,) = band_key_rows([batch.slice(0)], "doc", with_band=True)
+    assert out.to_pylist() == [
+        {"doc": d, C.BAND: b, C.BAND_KEY: k}
+        for d, ks in (("a", keys[0]), ("c", keys[2]))
+        for b, k in enumerate(ks)
+    ]
+    (sliced,) = band_key_rows([batch.slice(1)], "doc")
+    assert sliced.column(C.BAND_KEY).to_pylist() == keys[2]

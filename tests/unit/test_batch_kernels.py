@@ -17,7 +17,7 @@ import pytest
 from neardup import columns as C
 from neardup.kernels.buckets import bucket_edges
 from neardup.kernels.scoring import GroupOrderError, score_groups, score_signature_pairs
-from neardup.kernels.signatures import REASON_EMPTY, REASON_NULL, SignParams, sign_batch
+from neardup.kernels.signatures import REASON_EMPTY, REASON_NULL, SignParams, band_keys_of, sign_batch
 from neardup_testkit import hashspec, reference
 
 PARAMS = SignParams(
@@ -32,6 +32,11 @@ PARAMS = SignParams(
     bands=4,
     rows=4,
 )
+
+
+def _keys(value: bytes | None) -> list[int] | None:
+    """A `_bands` value (binary of little-endian int64 keys) as a list."""
+    return None if value is None else np.frombuffer(value, dtype="<i8").tolist()
 
 
 def cut(table: pa.Table, sizes: list[int]) -> Iterator[pa.RecordBatch]:
@@ -104,7 +109,7 @@ def test_sign_batch_matches_the_reference(rows_per_batch: int) -> None:
     for text, i, row in zip(texts, ids, rows, strict=True):
         want = _signed_reference(text, PARAMS)
         assert row[C.DOC_ID] == i
-        assert (row[C.REASON], row[C.LENGTH], row[C.BAND_KEYS]) == (
+        assert (row[C.REASON], row[C.LENGTH], _keys(row[C.BAND_KEYS])) == (
             want["reason"],
             want["len"],
             want["bands"],
@@ -114,6 +119,11 @@ def test_sign_batch_matches_the_reference(rows_per_batch: int) -> None:
         assert (row[C.SIG] is None) == (want["bands"] is None)
     # Case and spacing differences normalize away: the first and last are exact copies.
     assert rows[0][C.TEXT_HASH] == rows[-1][C.TEXT_HASH] and rows[0][C.BAND_KEYS] == rows[-1][C.BAND_KEYS]
+    # band_keys_of reads the column back: the rows with keys, and their keys.
+    signed_rows, matrix = band_keys_of(out.column(C.BAND_KEYS))
+    assert signed_rows.tolist() == [i for i, row in enumerate(rows) if row[C.BAND_KEYS] is not None]
+    assert matrix.tolist() == [_keys(rows[i][C.BAND_KEYS]) for i in signed_rows]
+    assert band_keys_of(out.column(C.BAND_KEYS).slice(1))[0].tolist() == [i - 1 for i in signed_rows if i]
     # The signature column: num_perm little-endian uint32 slots.
     norm = reference.normalize(texts[0])
     hashes = [hashspec.shingle_hash(s, PARAMS.seed) for s in hashspec.shingles(norm, "word", 3, 4)]

@@ -20,7 +20,7 @@ from neardup.kernels.measure import (
     measure_pairs,
     sample_keys,
 )
-from neardup.kernels.signatures import SignParams, sign_batch
+from neardup.kernels.signatures import SignParams, band_keys_of, sign_batch
 from neardup_testkit import hashspec, reference
 from neardup_testkit.synth import CorpusSpec, generate
 
@@ -108,7 +108,10 @@ def test_similarities_are_exact_and_collisions_are_the_jobs(
         ],
         names=[C.DOC_ID, C.TEXT, C.RANK],
     )
-    keys = sign_batch(batch, PARAMS, keep_signatures=False).column(C.BAND_KEYS).to_pylist()
+    signed, matrix = band_keys_of(sign_batch(batch, PARAMS, keep_signatures=False).column(C.BAND_KEYS))
+    keys: list[list[int]] = [[] for _ in texts]
+    for row, row_keys in zip(signed.tolist(), matrix.tolist(), strict=True):
+        keys[row] = row_keys
     collided = [bool(set(keys[a]) & set(keys[b])) for a, b in zip(measured.left, measured.right, strict=True)]
     assert measured.collided.tolist() == collided
 

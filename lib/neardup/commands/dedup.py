@@ -51,7 +51,7 @@ from neardup.harness import (
     read_stage,
 )
 from neardup.kernels.bands import s_curve
-from neardup.kernels.signatures import SignParams
+from neardup.kernels.signatures import BAND_KEYS_FORMAT, SignParams
 from neardup.report import check_renderer
 from neardup.report.summary import Summary
 from neardup.runtime.indexstore import check_id_type
@@ -154,7 +154,8 @@ def fingerprints(
     change upstream changes everything downstream.
 
     signatures: the input files (names, sizes, modification times) or the table name, the
-    id and text columns, the signing parameters, whether signatures are kept (signature
+    id and text columns, the signing parameters, the band keys' format (signatures kept by
+    an earlier release are not read as this one's), whether signatures are kept (signature
     verification), and the survivor policy (signatures carry its column, and candidates
     are drawn between exact groups' representatives, which the policy picks).
     candidates: + lsh.all_pairs_up_to and the rule for a document's star edges.
@@ -169,6 +170,7 @@ def fingerprints(
             "table": table,
             "columns": [cfg.input.id_col, cfg.input.text_col],
             "sign": asdict(params),
+            "band_keys": BAND_KEYS_FORMAT,
             "signatures_kept": cfg.verify.method == "signature",
             "survivor": asdict(cfg.survivor),
         }

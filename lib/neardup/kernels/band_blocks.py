@@ -2,7 +2,7 @@
 few large binary rows, not one row per key. Pure numpy and pyarrow.
 
 Every document has one 64-bit key per band, and nearly every key is a bucket of one: on
-the 1M benchmark corpus 18 million (key, id) rows, of which 2-3 % share a bucket. As Spark
+the 1M benchmark corpus 17 million (key, id) rows, of which 2-3 % share a bucket. As Spark
 rows, each of the 18 million was written to the shuffle, read back, sorted and windowed in
 the JVM (about 20 CPU-seconds of the stage's 25). Here the map side (`band_blocks`) splits
 each chunk of documents' keys by destination with one numpy sort and writes each
@@ -15,9 +15,8 @@ never pickled).
 A destination is a function of the key alone (`destinations`), so every row of a bucket
 meets in one place, whatever the partitioning, and the edges are the same for any number
 of destinations. The stage gives each destination a label that Spark's hash partitioner
-sends to a partition of its own (`balanced_labels`), so each task gets as many
-destinations as any other: a hash of destination numbers would give some tasks two or
-three and others none.
+sends to a partition of its own (`balanced_labels`), so each task reads one destination:
+a hash of destination numbers would give some tasks two or three and others none.
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neardup import columns as C
+from neardup.kernels.signatures import band_keys_of
 
 I64Array = npt.NDArray[np.int64]
 U64Array = npt.NDArray[np.uint64]
@@ -37,8 +37,9 @@ U64Array = npt.NDArray[np.uint64]
 # The map side's output: a destination's label and one Arrow IPC stream of its rows.
 DEST = "_dest"
 BLOCK = "_block"
-# Band rows gathered on the map side before they are split by destination: the larger a
-# chunk, the fewer and larger the blocks (a block per destination and chunk).
+# Band rows gathered on the map side before they are split by destination (their bytes: a
+# key and an id each): the larger a chunk, the fewer and larger the blocks (a block per
+# destination and chunk).
 CHUNK_BYTES = 16 << 20
 
 
@@ -70,24 +71,25 @@ def band_blocks(
     skip: I64Array | None = None,
     chunk_bytes: int = CHUNK_BYTES,
 ) -> Iterator[pa.RecordBatch]:
-    """(_id, _bands: list<long>) batches -> (_dest: int, _block: binary) batches: each
-    chunk of band rows split by destination, a destination's rows as one Arrow IPC stream
-    of (_band_key, _id), labelled `labels[destination]`. Rows whose key is in `skip`
-    (sorted: the large buckets, whose star edges the stage makes without a shuffle) are
-    left out; so are documents without keys (none reach here: the stage bands signed
+    """(_id, _bands) batches -> (_dest: int, _block: binary) batches: each chunk of band
+    rows split by destination, a destination's rows as one Arrow IPC stream of
+    (_band_key, _id), labelled `labels[destination]`. Rows whose key is in `skip` (sorted:
+    the large buckets, whose star edges the stage makes without a shuffle) are left out;
+    so are documents without keys (none reach here: the stage bands signed
     representatives only)."""
     held: list[pa.RecordBatch] = []
-    held_rows = 0
+    held_bytes = 0
     for batch in batches:
         if len(batch) == 0:
             continue
         held.append(batch)
-        offsets = batch.column(C.BAND_KEYS).offsets
-        held_rows += offsets[len(offsets) - 1].as_py() - offsets[0].as_py()
-        # A row costs its key (8 bytes) and its id (at least 8).
-        if held_rows * 16 >= chunk_bytes:
+        # A band row costs its key (8 bytes, in _bands) and its id, which repeats per band.
+        keys = batch.column(C.BAND_KEYS)
+        bands = max(1, keys.nbytes // (8 * len(batch)))
+        held_bytes += keys.nbytes + bands * batch.column(C.DOC_ID).nbytes
+        if held_bytes >= chunk_bytes:
             yield from _split(held, dests, labels, skip)
-            held, held_rows = [], 0
+            held, held_bytes = [], 0
     if held:
         yield from _split(held, dests, labels, skip)
 
@@ -95,11 +97,10 @@ def band_blocks(
 def _split(
     batches: list[pa.RecordBatch], dests: int, labels: I64Array, skip: I64Array | None
 ) -> Iterator[pa.RecordBatch]:
-    table = pa.Table.from_batches(batches).combine_chunks()
-    bands = table.column(C.BAND_KEYS).chunk(0) if table.num_rows else pa.array([], pa.list_(pa.int64()))
-    counts = pc.fill_null(pc.list_value_length(bands), 0).to_numpy(zero_copy_only=False)
-    keys = bands.flatten().to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-    owner = np.repeat(np.arange(len(bands), dtype=np.int64), counts)
+    table = pa.Table.from_batches(batches)
+    docs, matrix = band_keys_of(table.column(C.BAND_KEYS))
+    keys = matrix.ravel()
+    owner = np.repeat(docs, matrix.shape[1])
     if skip is not None and len(skip):
         wanted = ~np.isin(keys, skip)
         keys, owner = keys[wanted], owner[wanted]
@@ -124,6 +125,26 @@ def _split(
     )
 
 
+def band_key_rows(
+    batches: Iterable[pa.RecordBatch], id_col: str, with_band: bool = False
+) -> Iterator[pa.RecordBatch]:
+    """(id_col, _bands) batches -> (id_col[, band: int], _band_key: long) batches, a row per
+    key, the band's index with `with_band`: the band rows, for the stages that join or
+    count them in Spark (the large buckets, --against, an index's keys/)."""
+    for batch in batches:
+        docs, matrix = band_keys_of(batch.column(C.BAND_KEYS))
+        bands = matrix.shape[1] if matrix.ndim == 2 else 0
+        ids = batch.column(id_col).take(pa.array(np.repeat(docs, bands)))
+        cols = [ids]
+        names = [id_col]
+        if with_band:
+            cols.append(pa.array(np.tile(np.arange(bands, dtype=np.int32), len(docs)), pa.int32()))
+            names.append(C.BAND)
+        cols.append(pa.array(matrix.ravel(), pa.int64()))
+        names.append(C.BAND_KEY)
+        yield pa.RecordBatch.from_arrays(cols, names=names)
+
+
 def _ipc(rows: pa.RecordBatch) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, rows.schema) as writer:
@@ -134,7 +155,7 @@ def _ipc(rows: pa.RecordBatch) -> bytes:
 def destination_buckets(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Table]:
     """(_dest, _block) batches, clustered by _dest -> per destination, the rows of its
     shared buckets: (_band_key, _id, _bucket_size, _bucket_min), sorted by key and id
-    (what `buckets.bucket_edges` takes). One destination's rows are held at a time."""
+    (what `buckets.bucket_edges` takes). The stage sends one destination to a task."""
     held: list[pa.Table] = []
     current = None
     for batch in batches:

@@ -19,6 +19,8 @@ from neardup.kernels.minhash import band_keys, signatures
 from neardup.kernels.textnorm import normalize
 
 REASON_NULL = "null text"
+# How `_bands` holds a row's band keys (`band_keys_of`); in the signatures' fingerprint.
+BAND_KEYS_FORMAT = "binary, little-endian int64 per band"
 REASON_EMPTY = "empty text after normalization"
 
 
@@ -65,7 +67,8 @@ def sign_batch(batch: pa.RecordBatch, p: SignParams, keep_signatures: bool) -> p
     `reason` is "null text" or "empty text after normalization" for a row that cannot be
     signed (its `_bands` and `_sig` are null: nothing may band with it), else null.
     `_len` counts the code points of the original text (0 when null), as Spark's `length`
-    would. `_bands` holds `bands` 64-bit keys; `_sig` is num_perm little-endian uint32 slots.
+    would. `_bands` holds `bands` little-endian int64 keys (`band_keys_of`); `_sig` is
+    num_perm little-endian uint32 slots.
     """
     n = len(batch)
     carried = [name for name in batch.schema.names if name not in (C.DOC_ID, C.TEXT)]
@@ -79,9 +82,12 @@ def sign_batch(batch: pa.RecordBatch, p: SignParams, keep_signatures: bool) -> p
     sigs = text_signatures(norm, p)
     keys = band_keys(sigs, p.bands, p.rows, p.seed)
     valid = pa.py_buffer(np.packbits(~np.asarray(empty), bitorder="little").tobytes())
-    key_col = pa.FixedSizeListArray.from_buffers(
-        pa.list_(pa.int64(), p.bands), n, [valid], children=[pa.array(keys.reshape(-1), pa.int64())]
-    ).cast(pa.list_(pa.int64()))
+    # One binary value of `bands` little-endian int64 keys a row, not a list: Spark writes,
+    # reads and converts a binary value as one copy, a list element by element (band_keys_of
+    # reads them back).
+    key_col = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(8 * p.bands), n, [valid, pa.py_buffer(keys.astype("<i8", copy=False).tobytes())]
+    ).cast(pa.binary())
     cols = [
         batch.column(C.DOC_ID),
         pa.array(h[:, 0], pa.int64()),
@@ -99,3 +105,31 @@ def sign_batch(batch: pa.RecordBatch, p: SignParams, keep_signatures: bool) -> p
         cols.append(sig_col)
         names.append(C.SIG)
     return pa.RecordBatch.from_arrays(cols, names=names)
+
+
+def band_keys_of(col: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """A `_bands` column (binary: each row's band keys as little-endian int64) -> (rows,
+    keys): the indexes of its non-null rows and their keys, an (n, bands) int64 array. Every
+    non-null row holds the same number of keys."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if arr.type != pa.binary():
+        arr = arr.cast(pa.binary())
+    n = len(arr)
+    if n == 0:
+        return np.empty(0, dtype=np.int64), np.empty((0, 0), dtype=np.int64)
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=n + 1, offset=arr.offset * 4)
+    lengths = np.diff(offsets)
+    rows = np.flatnonzero(np.asarray(arr.is_valid()) & (lengths > 0))
+    if len(rows) == 0:
+        return rows, np.empty((0, 0), dtype=np.int64)
+    width = int(lengths[rows[0]])
+    if width % 8 or np.any(lengths[rows] != width):
+        raise ValueError("band keys of different lengths in one column")
+    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)
+    if len(rows) == n and offsets[-1] - offsets[0] == n * width:
+        block = data[offsets[0] : offsets[-1]]  # contiguous: no copy
+    else:
+        block = data[(offsets[rows][:, None] + np.arange(width)).ravel()]
+    return rows.astype(np.int64), block.view("<i8").astype(np.int64, copy=False).reshape(
+        len(rows), width // 8
+    )

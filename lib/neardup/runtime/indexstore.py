@@ -39,7 +39,7 @@ from pyspark.sql import SparkSession
 from neardup import __version__
 from neardup import columns as C
 from neardup.errors import IndexRefusedError, NeardupError, UsageError
-from neardup.kernels.signatures import SignParams, sign_batch
+from neardup.kernels.signatures import SignParams, band_keys_of, sign_batch
 from neardup.runtime.fs import FileSystem
 
 FORMAT = "neardup-index"
@@ -87,8 +87,10 @@ def probe_keys(p: SignParams) -> list[list[int]]:
         [pa.array(range(n), pa.int64()), pa.array(PROBES, pa.string()), pa.nulls(n, pa.int64())],
         names=[C.DOC_ID, C.TEXT, C.RANK],
     )
-    keys: list[list[int]] = sign_batch(batch, p, False).column(C.BAND_KEYS).to_pylist()
-    return keys
+    rows, keys = band_keys_of(sign_batch(batch, p, False).column(C.BAND_KEYS))
+    assert len(rows) == n  # every probe has text to sign
+    out: list[list[int]] = keys.tolist()
+    return out
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ a small one is gathered only once it is known to be small.
 The band rows are shuffled in blocks (kernels/band_blocks.py): each task's keys split by
 destination in Python and sent as a few binary rows, each destination's blocks read whole
 by one task that finds its shared keys with a numpy sort. A destination's rows are what
-one Python worker holds at a time, so their number grows with the rows (`destinations`).
+one Python worker holds, so their number grows with the rows (`destinations`), and a
+bucket of up to `split_over` rows is held whole in one.
 
 A page copied a million times would still put a million rows per band in one
 destination. So buckets of more than `split_over` rows are found first (stages/skew.py: a
@@ -38,10 +39,10 @@ from neardup.kernels.band_blocks import BLOCK, DEST, balanced_labels
 from neardup.stages import skew
 
 log = logging.getLogger("neardup")
-# A destination holds about this much of the band rows (a key and an id of 8 bytes each),
-# and a Python worker one destination at a time (with its sort, about three times that).
+# A destination holds about this much of the band rows, and a Python worker one destination
+# (with its sort, about three times that). A string id is taken to be this long.
 DESTINATION_BYTES = 16 << 20
-ROW_BYTES = 16
+STRING_ID_BYTES = 64
 _BLOCK_SCHEMA = T.StructType(
     [T.StructField(DEST, T.IntegerType(), False), T.StructField(BLOCK, T.BinaryType(), False)]
 )
@@ -52,13 +53,24 @@ _FIRST = "_first"
 STAR_EDGES = "smallest centre, further centres linked"
 
 
-def band_rows(signed: DataFrame) -> DataFrame:
-    """(_id, _bands) -> (_band_key: long, _id). Narrow.
+def band_rows(signed: DataFrame, id_col: str = C.DOC_ID, with_band: bool = False) -> DataFrame:
+    """(id_col, _bands) -> (id_col[, band: int], _band_key: long), a row per band key (the
+    band's index with `with_band`). Narrow.
 
     A band key already mixes in its band's index (`minhash.band_keys`), so the key alone
-    names the bucket and the shuffle carries two longs per row, not three fields.
+    names the bucket. `_bands` is binary (kernels/signatures.band_keys_of): Python reads
+    the keys out, where Spark would need a cast per key.
     """
-    return signed.select(C.DOC_ID, F.explode(C.BAND_KEYS).alias(C.BAND_KEY))
+    id_field = next(f for f in signed.schema.fields if f.name == id_col)
+    band = [T.StructField(C.BAND, T.IntegerType(), False)] if with_band else []
+    schema = T.StructType([id_field, *band, T.StructField(C.BAND_KEY, T.LongType(), False)])
+
+    def explode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from neardup.kernels.band_blocks import band_key_rows
+
+        return band_key_rows(batches, id_col, with_band)
+
+    return signed.select(id_col, C.BAND_KEYS).mapInArrow(explode, schema)
 
 
 @dataclass(frozen=True)
@@ -70,12 +82,17 @@ class Candidates:
     stars: DataFrame
 
 
-def destinations(rows: int, partitions: int) -> int:
-    """How many destinations the band shuffle's `rows` go to: a multiple of the shuffle's
-    `partitions` (each task takes as many), and enough that one holds about
-    DESTINATION_BYTES of (key, id) rows (ROW_BYTES each)."""
-    per_task = math.ceil(rows * ROW_BYTES / (partitions * DESTINATION_BYTES))
-    return partitions * max(1, per_task)
+def destinations(rows: int, partitions: int, id_bytes: int = 8) -> int:
+    """How many destinations (and tasks: one each) the band shuffle's `rows` go to: at
+    least the shuffle's `partitions`, and enough that one holds about DESTINATION_BYTES of
+    (key, id) rows, a key 8 bytes and an id `id_bytes`."""
+    return max(partitions, math.ceil(rows * (8 + id_bytes) / DESTINATION_BYTES))
+
+
+def _id_bytes(id_field: T.StructField) -> int:
+    """Bytes an id takes in a block: 8 for an integer, and a string's guessed long (a URL)."""
+    integral = (T.LongType, T.IntegerType, T.ShortType, T.ByteType)
+    return 8 if isinstance(id_field.dataType, integral) else STRING_ID_BYTES
 
 
 def candidate_edges(
@@ -117,9 +134,9 @@ def candidate_edges(
     spark = signed.sparkSession
     large = None if split_over is None else _large_buckets(signed, skew.threshold(split_over))
     skip = None if large is None else np.array(sorted(r[0] for r in large), dtype=np.int64)
-    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
-    dests = destinations(rows, partitions)
-    labels = balanced_labels(dests, partitions)
+    dests = destinations(rows, skew.shuffle_partitions(spark), _id_bytes(id_field))
+    # One destination a task: what a Python worker holds is one destination's rows.
+    labels = balanced_labels(dests, dests)
 
     def split(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from neardup.kernels.band_blocks import band_blocks
@@ -134,9 +151,9 @@ def candidate_edges(
             yield from bucket_edges(shared.to_batches(), all_pairs_up_to)
 
     blocks = signed.select(C.DOC_ID, C.BAND_KEYS).mapInArrow(split, _BLOCK_SCHEMA)
-    # Each label hashes to a partition of its own; the sort brings a destination's few
-    # blocks together, so a task reads one destination at a time.
-    found = blocks.repartition(partitions, DEST).sortWithinPartitions(DEST).mapInArrow(edges, schema)
+    # Each label hashes to a partition of its own (a fixed count, which adaptive execution
+    # does not coalesce).
+    found = blocks.repartition(dests, DEST).mapInArrow(edges, schema)
     if large is not None:
         found = found.unionByName(_large_star_edges(signed, large, id_field))
     merged = found.groupBy(C.SRC, C.DST).agg(F.bool_and(C.STAR).alias(C.STAR))

@@ -27,6 +27,7 @@ from pyspark.sql import types as T
 
 from neardup import columns as C
 from neardup.runtime.indexstore import DOCS, KEYS, SIGNATURES
+from neardup.stages.candidates import band_rows
 
 _INTEGERS = (
     T.ByteType,
@@ -70,7 +71,7 @@ def write_segment(numbered: DataFrame, path: str, options: Mapping[str, str], si
     # Sorted by band (what the partitioned writer needs, so it adds no sort of its own) and
     # then by _n (what makes the delta encoding of _n nearly free).
     keys = (
-        numbered.select(C.DOC_NO, F.posexplode(C.BAND_KEYS).alias(C.BAND, C.BAND_KEY))
+        band_rows(numbered, C.DOC_NO, with_band=True)
         .sortWithinPartitions(C.BAND, C.DOC_NO)
         .select(C.BAND_KEY, C.DOC_NO, C.BAND)
     )

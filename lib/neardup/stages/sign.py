@@ -50,7 +50,8 @@ def sign_documents(docs: DataFrame, params: SignParams, keep_signatures: bool = 
     priority), every row ->
     (_id, _thash: long, _thash_lo: long, reason: string, _len: int (characters of the
      original text, 0 when null), *carried unchanged,
-     _bands: array<long> of `bands` keys[, _sig: binary of num_perm little-endian uint32]).
+     _bands: binary of `bands` little-endian int64 keys[, _sig: binary of num_perm
+     little-endian uint32]).
 
     `_sig` is there only with `keep_signatures`: only signature verification reads it,
     and at 512 bytes a document it is most of the stage's output. `reason` is null for a
@@ -68,7 +69,7 @@ def sign_documents(docs: DataFrame, params: SignParams, keep_signatures: bool = 
             T.StructField(C.REASON, T.StringType(), True),
             T.StructField(C.LENGTH, T.IntegerType(), False),
             *(fields[name] for name in carried),
-            T.StructField(C.BAND_KEYS, T.ArrayType(T.LongType(), False), True),
+            T.StructField(C.BAND_KEYS, T.BinaryType(), True),
         ]
         + ([T.StructField(C.SIG, T.BinaryType(), True)] if keep_signatures else [])
     )

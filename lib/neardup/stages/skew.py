@@ -113,11 +113,18 @@ def counted(keys: np.ndarray) -> Counted:
     return Counted(found, n.astype(np.int64))
 
 
+def shuffle_partitions(spark: SparkSession) -> int:
+    """spark.sql.shuffle.partitions as a number: Spark's 200 where it is unset or not a
+    number (Databricks accepts `auto`, leaving the count to adaptive execution)."""
+    value = str(spark.conf.get("spark.sql.shuffle.partitions") or "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else 200
+
+
 def counted_partitions(spark: SparkSession, known: Counted) -> int:
     """The tasks of a shuffle whose rows the caller counted: spark.sql.shuffle.partitions, or
     fewer where that would leave a task fewer than MIN_TASK_ROWS rows, but at least one per
     core (Spark's default parallelism)."""
-    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
+    partitions = shuffle_partitions(spark)
     cores = spark.sparkContext.defaultParallelism
     return max(1, min(partitions, max(cores, known.total // MIN_TASK_ROWS)))
 
@@ -149,7 +156,7 @@ def split_threshold(
         return configured
     if rows < MIN_SPREAD_ROWS and largest < MIN_SPREAD_KEY:
         return None
-    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
+    partitions = shuffle_partitions(spark)
     return TaskShare(rows, partitions, max(floor, MIN_DERIVED))
 
 
