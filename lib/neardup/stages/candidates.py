@@ -113,9 +113,9 @@ def candidate_edges(
     On the 1M benchmark corpus (17 million band rows, 2 cores) the stage took 9.8 s where
     the window over Spark rows by key it replaced took 17.4 s (sorting and windowing every
     row in the JVM to find the 2-3 % shared), the same outputs; a hash aggregation by key
-    joined back to the band rows took 13 s against the window's 8.1 s before that. The buckets of more than
-    `split_over` rows (None: none) are found from a sample first and counted apart
-    (`_large_buckets`); their rows never enter the shuffle.
+    joined back to the band rows took 13 s against the window's 8.1 s before that. The
+    buckets of more than `split_over` rows (None: none) are found from a sample first and
+    counted apart (`_large_buckets`); their rows never enter the shuffle.
 
     keep: persist the distinct candidates, which the three parts of `_per_document` and
     the star groups read (without it, each part may run the shuffle and the kernel again:
@@ -152,8 +152,9 @@ def candidate_edges(
 
     blocks = signed.select(C.DOC_ID, C.BAND_KEYS).mapInArrow(split, _BLOCK_SCHEMA)
     # Each label hashes to a partition of its own (a fixed count, which adaptive execution
-    # does not coalesce).
-    found = blocks.repartition(dests, DEST).mapInArrow(edges, schema)
+    # does not coalesce). The sort of the few block rows keeps the edges right whatever the
+    # hash does: two destinations in one task are read one after the other.
+    found = blocks.repartition(dests, DEST).sortWithinPartitions(DEST).mapInArrow(edges, schema)
     if large is not None:
         found = found.unionByName(_large_star_edges(signed, large, id_field))
     merged = found.groupBy(C.SRC, C.DST).agg(F.bool_and(C.STAR).alias(C.STAR))
