@@ -32,7 +32,6 @@ from neardup import columns as C
 from neardup.kernels.signatures import band_keys_of
 
 I64Array = npt.NDArray[np.int64]
-U64Array = npt.NDArray[np.uint64]
 
 # The map side's output: a destination's label and one Arrow IPC stream of its rows.
 DEST = "_dest"
