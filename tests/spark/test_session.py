@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from neardup import config
+from neardup.runtime import pydaemon
 from neardup.runtime.memory import BatchSizes
 from neardup.runtime.session import heap_and_slots, start
 from neardup.runtime.sizing import ARROW_BYTES, ARROW_ROWS, CACHE_ROWS, batch_settings
@@ -79,6 +80,37 @@ def test_the_warm_up_runs_the_kernels_in_each_task(
     job = warm_up(spark, sign_params(config.load()), keep_signatures, method, 2)
     assert job.rdd.getNumPartitions() == 2
     assert [tuple(r) for r in job.collect()] == [(rows,), (rows,)]
+
+
+def test_local_workers_fork_from_the_daemon_that_loaded_the_kernels(spark: Any) -> None:
+    """The shared session is launched here in local mode, as the command line's: its Python
+    workers' parent is neardup's daemon (runtime/pydaemon.py), and a process that runs the
+    daemon's preload has every kernel signing and exact scoring call loaded, with nothing
+    written on stdout (where pyspark's daemon writes its port)."""
+    import subprocess
+    import sys
+
+    def parent(batches: Any) -> Any:
+        import os
+
+        import pyarrow as pa
+
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+            args = f.read().split(b"\0")
+        for batch in batches:
+            yield pa.record_batch({"parent": pa.array([args[2].decode()] * len(batch))})
+
+    got = {r["parent"] for r in spark.range(2, numPartitions=2).mapInArrow(parent, "parent string").collect()}
+    assert got == {pydaemon.MODULE}
+    probe = (
+        "from neardup.runtime import pydaemon; pydaemon.preload(); "
+        "from neardup.kernels import head_jaccard, minhash, textnorm, hashing; "
+        "kernels = [minhash._sign_texts_kernel, minhash._band_keys_kernel, textnorm._collapse_kernel, "
+        "hashing._text_hash128_kernel, head_jaccard._jaccard_to_heads_kernel]; "
+        "print([len(k.overloads) > 0 for k in kernels])"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert proc.stdout == "[True, True, True, True, True]\n"
 
 
 @pytest.mark.parametrize("from_json", [True, False])

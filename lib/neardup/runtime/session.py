@@ -32,7 +32,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from neardup.errors import NeardupError
-from neardup.runtime import class_archive
+from neardup.runtime import class_archive, pydaemon
 from neardup.runtime.class_archive import EXTRA_JAVA_OPTIONS
 from neardup.runtime.java import java_class
 from neardup.runtime.memory import format_size, human, local_heap, machine_memory, parse_size
@@ -60,6 +60,7 @@ _DEFAULTS = {
 # guard's checkpoint (tests/e2e/test_yarn.py). Set when the session starts; a user's --conf wins.
 LOCAL_MODE_SETTINGS = {"spark.locality.wait": "0"}
 DRIVER_MEMORY = "spark.driver.memory"
+DAEMON_MODULE = "spark.python.daemon.module"
 # Inputs up to this size (bytes as stored) run in a JVM tuned for a short run.
 SMALL_INPUT_BYTES = 64 << 20
 # For such inputs in local mode: adaptive execution plans each shuffle's stages as jobs
@@ -147,6 +148,9 @@ def start(
     launching = not _submitted() and SparkContext._gateway is None
     # A local JVM launched here maps Spark's classes from an archive once one is built.
     archive = class_archive.plan({**settings, **conf}) if local and launching else None
+    if local and launching:
+        # Its Python workers fork from a daemon that loaded the kernels (runtime/pydaemon.py).
+        settings[DAEMON_MODULE] = pydaemon.MODULE
     global _archive
     _archive = archive
     if not _submitted():

@@ -12,12 +12,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from neardup import columns as C
+from neardup.kernels.loading import load_kernels
 from neardup.kernels.signatures import SignParams
-
-# One text long enough for word shingles and one short enough for character shingles, so
-# both ways of shingling are loaded.
-_TEXTS = ["the warm up document of several words", "warm"]
 
 
 def warm_up(
@@ -29,17 +25,10 @@ def warm_up(
     task per slot, every worker the run's Python stages take is warm (on the sample, a
     second cold worker cost the first Python stages about a second)."""
     schema = T.StructType([T.StructField("n", T.LongType(), False)])
+    exact = verify_method == "exact"
 
     def warm(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from neardup.kernels.scoring import score_groups
-        from neardup.kernels.signatures import sign_batch
-
-        ids, texts = pa.array([1, 2], pa.int64()), pa.array(_TEXTS)
-        n = len(sign_batch(pa.record_batch({C.DOC_ID: ids, C.TEXT: texts}), params, keep_signatures))
-        if verify_method == "exact":
-            # One group: document 1 and its one edge, to document 2.
-            group = pa.record_batch({C.GROUP: pa.array([1, 1], pa.int64()), C.DOC_ID: ids, C.TEXT: texts})
-            n += sum(len(b) for b in score_groups([group], params, 0.0))
+        n = load_kernels(params, keep_signatures, exact)
         for batch in batches:
             yield pa.record_batch({"n": pa.array([n] * len(batch), pa.int64())})
 
