@@ -366,7 +366,28 @@ def machine() -> dict[str, str]:
         "neardup": f"{_version('neardup')} (commit {commit}, working tree as found)",
         "peers": ", ".join(f"{n} {_version(n)}" for n in ("datasketch", "rensa", "datatrove")),
         "numpy / pyarrow / numba": f"{_version('numpy')} / {_version('pyarrow')} / {_version('numba')}",
+        "python bytecode": bytecode(),
     }
+
+
+def bytecode() -> str:
+    """Whether the tools' Python processes import from cached bytecode. Without it (an
+    installer that does not compile, such as uv by default, under PYTHONDONTWRITEBYTECODE=1)
+    each process compiles every module it imports, 1.0-1.4 CPU-s for pyspark, pandas and
+    numba (docs/performance.md, "Bytecode"): neardup's driver and workers' daemon pay it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark.sql.dataframe")
+    origin = spec.origin if spec is not None else None
+    cached = origin is not None and Path(importlib.util.cache_from_source(origin)).exists()
+    if cached:
+        return "cached (compiled at install or by an earlier import)"
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return (
+            "COMPILED IN EVERY PROCESS (PYTHONDONTWRITEBYTECODE set, none cached): "
+            "run python -m compileall on the venv"
+        )
+    return "written on first import"
 
 
 def _f(x: float | None, digits: int = 3) -> str:
