@@ -42,10 +42,11 @@ from neardup import __version__
 from neardup.config import Config
 from neardup.errors import UsageError
 from neardup.kernels.signatures import SignParams
+from neardup.runtime import pydaemon
 from neardup.runtime.fs import FileSystem
 from neardup.runtime.jobgroups import JobGroups
 from neardup.runtime.memory import BatchSizes, human, slot_share
-from neardup.runtime.session import archive_report, heap_and_slots, local_cores
+from neardup.runtime.session import DAEMON_MODULE, archive_report, heap_and_slots, local_cores
 from neardup.runtime.sizing import (
     InputProfile,
     batch_settings,
@@ -312,12 +313,21 @@ def _warm_python(r: RunContext) -> None:
     waits for it (`RunContext.warmed`), so its tasks take those workers instead of starting
     others: with a warm-up of W seconds and a read of R, signing starts after max(R, W)
     where it would otherwise start after R and spend about W starting its workers. (On a
-    cluster warm workers on one executor would help no one.)"""
+    cluster warm workers on one executor would help no one.)
+
+    Where the workers fork from neardup's daemon (runtime/pydaemon.py), which loads the
+    kernels before it forks any, one task is enough: it starts the daemon, and every worker
+    forked after it has the kernels; the other slots read the input meanwhile (a task per
+    slot held both cores of a 1M run for the daemon's start, 1.8 s, while the ids' check
+    waited)."""
     if not str(r.spark.sparkContext.master).startswith("local"):
         return
     params, method = sign_params(r.cfg), r.cfg.verify.method
-    # The master's task slots (a user's spark.default.parallelism would not be slots).
-    slots = local_cores(str(r.spark.sparkContext.master))
+    if r.spark.sparkContext.getConf().get(DAEMON_MODULE) == pydaemon.MODULE:
+        slots = 1
+    else:
+        # The master's task slots (a user's spark.default.parallelism would not be slots).
+        slots = local_cores(str(r.spark.sparkContext.master))
 
     def collect() -> None:
         # A failure here (a worker that cannot import the kernels) is the signing stage's
