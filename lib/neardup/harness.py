@@ -308,7 +308,8 @@ def read_stage(r: RunContext) -> tuple[ReadResult, Counts]:
 
 
 def _warm_python(r: RunContext) -> None:
-    """Local mode: start a Python worker per task slot and load the kernels in each
+    """Local mode: start a Python worker per task slot (one, with neardup's daemon: below)
+    and load the kernels in each
     (`warm_up`), in a thread of the read stage's job group, while the input is read. Signing
     waits for it (`RunContext.warmed`), so its tasks take those workers instead of starting
     others: with a warm-up of W seconds and a read of R, signing starts after max(R, W)
@@ -324,17 +325,17 @@ def _warm_python(r: RunContext) -> None:
         return
     params, method = sign_params(r.cfg), r.cfg.verify.method
     if r.spark.sparkContext.getConf().get(DAEMON_MODULE) == pydaemon.MODULE:
-        slots = 1
+        tasks = 1
     else:
         # The master's task slots (a user's spark.default.parallelism would not be slots).
-        slots = local_cores(str(r.spark.sparkContext.master))
+        tasks = local_cores(str(r.spark.sparkContext.master))
 
     def collect() -> None:
         # A failure here (a worker that cannot import the kernels) is the signing stage's
         # to report, with its own error handling. The job is built here too: pickling its
         # function takes the driver half a second that the input's reading then has.
         with contextlib.suppress(Exception):
-            warm_up(r.spark, params, method == "signature", method, slots).collect()
+            warm_up(r.spark, params, method == "signature", method, tasks).collect()
 
     r.warm = InheritableThread(target=collect, daemon=True)
     r.warm.start()
