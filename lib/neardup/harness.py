@@ -309,12 +309,11 @@ def read_stage(r: RunContext) -> tuple[ReadResult, Counts]:
 
 def _warm_python(r: RunContext) -> None:
     """Local mode: start a Python worker per task slot (one, with neardup's daemon: below)
-    and load the kernels in each
-    (`warm_up`), in a thread of the read stage's job group, while the input is read. Signing
-    waits for it (`RunContext.warmed`), so its tasks take those workers instead of starting
-    others: with a warm-up of W seconds and a read of R, signing starts after max(R, W)
-    where it would otherwise start after R and spend about W starting its workers. (On a
-    cluster warm workers on one executor would help no one.)
+    and load the kernels in each (`warm_up`), in a thread of the read stage's job group,
+    while the input is read. Signing waits for it (`RunContext.warmed`), so its tasks take
+    those workers instead of starting others: with a warm-up of W seconds and a read of R,
+    signing starts after max(R, W) where it would otherwise start after R and spend about W
+    starting its workers. (On a cluster warm workers on one executor would help no one.)
 
     Where the workers fork from neardup's daemon (runtime/pydaemon.py), which loads the
     kernels before it forks any, one task is enough: it starts the daemon, and every worker
