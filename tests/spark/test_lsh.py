@@ -24,19 +24,23 @@ def _buckets(bands: dict[Any, list[int]]) -> list[list[Any]]:
 
 
 @pytest.mark.parametrize(
-    ("cap", "batch_rows", "ids", "kept"),
+    ("cap", "batch_rows", "ids", "kept", "on_driver"),
     [
-        (32, 2, "string", False),
-        (3, 10_000, "bigint", True),
-        (1, 5, "bigint", False),
-        (1024, 7, "bigint", True),
+        (32, 2, "string", False, False),
+        (3, 10_000, "bigint", True, False),
+        (1, 5, "bigint", False, False),
+        (1024, 7, "bigint", True, False),
+        (32, 2, "string", False, True),
+        (3, 10_000, "bigint", True, True),
+        (1024, 7, "bigint", True, True),
     ],
 )
 def test_candidate_edges_match_python_buckets(
-    spark: Any, cap: int, batch_rows: int, ids: str, kept: bool
+    spark: Any, cap: int, batch_rows: int, ids: str, kept: bool, on_driver: bool
 ) -> None:
     """`kept`: the distinct candidates persisted, as the job has them; with cap 1024 no bucket
-    is large, so no star edge: the candidates are the pairs as they are."""
+    is large, so no star edge: the candidates are the pairs as they are. `on_driver`: the
+    pairs found on the driver (documents within the broadcast bound)."""
     rng = random.Random(cap)
     docs: list[Any] = list(range(400))
     if ids == "string":
@@ -63,7 +67,7 @@ def test_candidate_edges_match_python_buckets(
             persisted.append(df.persist())
             return persisted[-1]
 
-        found = candidate_edges(signed, cap, keep=keep if kept else None)
+        found = candidate_edges(signed, cap, keep=keep if kept else None, on_driver=on_driver)
         rows = found.edges.collect()
         stars = [(r["src"], r["dst"]) for r in found.stars.collect()]
     finally:
@@ -81,7 +85,8 @@ def test_candidate_edges_match_python_buckets(
     assert reference.bfs_components(docs, got) == reference.bfs_components(docs, full)
 
 
-def test_a_document_keeps_its_smallest_centre_and_links_the_rest(spark: Any) -> None:
+@pytest.mark.parametrize("on_driver", [False, True])
+def test_a_document_keeps_its_smallest_centre_and_links_the_rest(spark: Any, on_driver: bool) -> None:
     """Large buckets (cap 2) whose minima differ: each document's edges by hand."""
     # Buckets: 100 -> {1..6}, 101 -> {2..6}, 102 -> {3..6}, 103 -> {4, 5, 6}, and 7 -> {1, 2},
     # a pair; the rest hold one document each.
@@ -96,7 +101,7 @@ def test_a_document_keeps_its_smallest_centre_and_links_the_rest(spark: Any) -> 
     signed = spark.createDataFrame(
         [(d, reference.band_key_bytes(k)) for d, k in bands.items()], "_id bigint, _bands binary"
     )
-    got = {(r["src"], r["dst"]) for r in candidate_edges(signed, 2).edges.collect()}
+    got = {(r["src"], r["dst"]) for r in candidate_edges(signed, 2, on_driver=on_driver).edges.collect()}
     # (1, 2) is a pair, so 2 has no star edge. Centres: of 3, 1 and 2; of 4, 1 to 3; of 5 and
     # 6, 1 to 4. Each keeps its edge to 1; 2 is linked to 1 by the smallest document with
     # both, 3: (2, 3); 3 by 4: (3, 4); 4 by 5: (4, 5).

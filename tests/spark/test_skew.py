@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup import columns as C
-from neardup import config
+from neardup import config, harness
 from neardup.commands.dedup import run
 from neardup.stages import candidates, skew, verify
 from neardup.stages.sign import sign_params
@@ -259,14 +259,18 @@ def _run(
 
 
 def test_a_skewed_corpus_clusters_the_same_spread_or_not(
-    spark: Any, corpus: dict[str, Any], caplog: pytest.LogCaptureFixture
+    spark: Any, corpus: dict[str, Any], caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Spread: past every broadcast bound (so the candidates are found by the shuffle, not
+    on the driver), the large buckets and stars spread over tasks. Whole: the defaults'
+    paths (the candidates on the driver), nothing spread."""
     root = corpus["root"]
+    whole = _run(spark, root / "in", root / "whole", WHOLE, 4)
+    monkeypatch.setattr(harness, "BROADCAST_ROWS", 0)
     with caplog.at_level(logging.INFO, logger="neardup"):
         spread = _run(spark, root / "in", root / "spread", SPREAD, 4)
     said = caplog.text
     assert "buckets of more than 33 documents" in said and "stars of more than 8 edges" in said
-    whole = _run(spark, root / "in", root / "whole", WHOLE, 4)
     other = _run(spark, root / "reversed", root / "spread-7", SPREAD, 7)
     assert spread == whole == other  # schema and rows, sorted by id
     rows = spread[1]

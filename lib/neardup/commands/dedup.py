@@ -69,7 +69,7 @@ from neardup.stages.against import (
     refuse_indexed_ids,
     shared_index_rows,
 )
-from neardup.stages.candidates import STAR_EDGES, Candidates, band_rows, candidate_edges
+from neardup.stages.candidates import STAR_EDGES, Candidates, band_rows, candidate_edges, keys_fit_driver
 from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
 from neardup.stages.driver_frames import DRIVER_ID_TYPES
@@ -313,9 +313,12 @@ def _candidates(
     r: RunContext, fps: Fingerprints, signed: _Signed, exact: _Exact
 ) -> tuple[_Candidates, Counts]:
     cap = r.cfg.lsh.all_pairs_up_to
-    # The window moves a row per representative and band.
-    rows = (signed.signed - exact.copies) * r.cfg.bands
-    over = split_threshold(r.spark, r.cfg.lsh.split_buckets_over, rows, floor=cap)
+    reps = signed.signed - exact.copies
+    # Few enough documents: their band keys are sorted on the driver, with no shuffle.
+    on_driver = broadcastable(reps) and keys_fit_driver(reps, r.cfg.bands, exact.reps.schema[C.DOC_ID])
+    # The shuffle moves a row per representative and band.
+    rows = reps * r.cfg.bands
+    over = None if on_driver else split_threshold(r.spark, r.cfg.lsh.split_buckets_over, rows, floor=cap)
     # The distinct candidates, before a document's further star edges are dropped: read
     # three times while they are written, released after.
     kept: list[DataFrame] = []
@@ -329,7 +332,7 @@ def _candidates(
     def build() -> Candidates:
         # Once for both results (a resumed run may need only one of them).
         if not built:
-            built.append(candidate_edges(exact.reps, cap, over, keep, rows))
+            built.append(candidate_edges(exact.reps, cap, over, keep, rows, on_driver))
         return built[0]
 
     candidates = r.work.materialize("candidates", fps.candidates, lambda: build().edges)

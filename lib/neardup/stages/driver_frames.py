@@ -39,6 +39,14 @@ def collect_arrays(df: DataFrame, columns: Sequence[str]) -> dict[str, np.ndarra
     return {c: frame[c].to_numpy() for c in columns}
 
 
+def collect_table(df: DataFrame) -> pa.Table:
+    """`df` as one Arrow table, in one job: for columns `collect_arrays` cannot give as
+    numpy arrays (binary ones), or that stay in Arrow."""
+    if hasattr(df, "toArrow"):  # Spark 4
+        return df.toArrow()
+    return pa.Table.from_pandas(df.toPandas(), preserve_index=False)
+
+
 def nan_as_null(name: str) -> Column:
     """Column `name` with NaN as null: a nullable double collected as NaN (`collect_arrays`
     takes no nulls), back in a frame of the arrays."""
@@ -50,12 +58,20 @@ def frame_from_arrays(spark: SparkSession, arrays: dict[str, np.ndarray], schema
     per core (`_driver_relation`)."""
     rows = len(arrays[schema.fields[0].name]) if schema.fields else 0
     if hasattr(DataFrame, "toArrow"):  # Spark 4 reads Arrow without pandas
-        table = pa.table({f.name: arrays[f.name] for f in schema.fields})
-        return _driver_relation(spark, rows, lambda: spark.createDataFrame(table, schema))
+        return frame_from_table(spark, pa.table({f.name: arrays[f.name] for f in schema.fields}), schema)
     import pandas as pd
 
     frame = pd.DataFrame({f.name: arrays[f.name] for f in schema.fields})
     return _driver_relation(spark, rows, lambda: spark.createDataFrame(frame, schema))
+
+
+def frame_from_table(spark: SparkSession, table: pa.Table, schema: T.StructType) -> DataFrame:
+    """A frame of `table`'s columns named by `schema`, as `frame_from_arrays` makes one."""
+    table = table.select([f.name for f in schema.fields])
+    if hasattr(DataFrame, "toArrow"):  # Spark 4
+        return _driver_relation(spark, table.num_rows, lambda: spark.createDataFrame(table, schema))
+    frame = table.to_pandas()
+    return _driver_relation(spark, table.num_rows, lambda: spark.createDataFrame(frame, schema))
 
 
 # Below this many bytes Spark turns a frame made from Arrow data into a LocalRelation: the
