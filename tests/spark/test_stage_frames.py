@@ -25,7 +25,7 @@ from neardup.stages.against import cross_edges
 from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
 from neardup.stages.driver_frames import collect_arrays, frame_from_arrays
-from neardup.stages.exact import exact_groups, group_exact
+from neardup.stages.exact import exact_groups, exact_on_driver, group_exact, orders_on_driver
 from neardup.stages.guard import GuardStats, guard_clusters
 from neardup.stages.membership import (
     assign_members,
@@ -35,6 +35,7 @@ from neardup.stages.membership import (
     sizes_on_driver,
 )
 from neardup.stages.survivors import choose_survivors, survivor_ranking
+from neardup_testkit import reference
 
 HASHED = f"{C.DOC_ID} bigint, {C.TEXT_HASH} bigint, {C.TEXT_HASH_LO} bigint, {C.LENGTH} int, {C.RANK} double"
 MEMBERS = f"{C.DOC_ID} bigint, {C.REP} bigint, {C.LENGTH} int, {C.RANK} double"
@@ -86,6 +87,67 @@ def test_group_exact_picks_each_group_best_by_policy(spark: Any) -> None:
         (6, 5, 61, 0.1),
     ]
     assert_frames_equal(group_exact(hashed, cfg), spark.createDataFrame(want, MEMBERS))
+
+
+@pytest.mark.compat
+@pytest.mark.parametrize("ids", ["bigint", "string"])
+def test_exact_groups_on_the_driver_are_the_windows(spark: Any, ids: str) -> None:
+    """`exact_on_driver` against `group_exact`'s window, policy by policy: ties on length,
+    null and non-ASCII ranks (strings order by their UTF-8 bytes in both)."""
+    rng = random.Random(7)
+    rows = []
+    for i in range(300):
+        doc = i * 7 - 900 if ids == "bigint" else f"d{rng.choice('aéz日')}{i}"
+        rank = None if rng.random() < 0.3 else rng.choice(["a", "é", "z", "日", "Z"])
+        keys = [rng.randrange(1 << 40) for _ in range(3)]
+        rows.append(
+            (
+                doc,
+                rng.randrange(30),
+                rng.randrange(3),
+                rng.randrange(4),
+                rank,
+                rng.randrange(3),
+                reference.band_key_bytes(keys),
+            )
+        )
+    schema = (
+        f"{C.DOC_ID} {ids}, {C.TEXT_HASH} bigint, {C.TEXT_HASH_LO} bigint, {C.LENGTH} int, "
+        f"{C.RANK} string, {C.PRIORITY} int, {C.BAND_KEYS} binary"
+    )
+    hashed = spark.createDataFrame(rows, schema).repartition(3)
+    keys_of = {r[0]: r[6] for r in rows}
+    policies = [
+        [],
+        ["survivor.policy=earliest", "survivor.column=r"],
+        ["survivor.policy=quality", "survivor.column=r"],
+        [
+            "survivor.policy=priority",
+            "survivor.priority_column=p",
+            "survivor.priority=[x]",
+            "survivor.then=quality",
+            "survivor.column=r",
+        ],
+    ]
+    for sets in policies:
+        cfg = config.load(sets=sets)
+        assert orders_on_driver(hashed, cfg)
+        got = exact_on_driver(hashed, cfg)
+        members = group_exact(hashed, cfg)
+        assert_frames_equal(got.members, members)
+        assert_frames_equal(got.groups, exact_groups(members))
+        want = members.collect()
+        assert sorted(got.copy_ids.tolist()) == sorted(r[C.DOC_ID] for r in want if r[C.REP] != r[C.DOC_ID])
+        reps = got.rep_ids.to_pylist()
+        assert sorted(reps) == sorted(r[C.DOC_ID] for r in want if r[C.REP] == r[C.DOC_ID])
+        held = [got.band_keys[row].astype("<i8").tobytes() for row in got.rep_rows]
+        assert held == [keys_of[doc] for doc in reps]
+
+
+def test_a_floating_point_policy_column_is_ordered_by_the_window(spark: Any) -> None:
+    hashed = spark.createDataFrame([], HASHED)
+    assert orders_on_driver(hashed, config.load())
+    assert not orders_on_driver(hashed, config.load(sets=["survivor.policy=quality", "survivor.column=q"]))
 
 
 def select_survivors(

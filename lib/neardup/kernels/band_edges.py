@@ -28,22 +28,30 @@ from neardup.kernels.buckets import bucket_edges
 I64Array = npt.NDArray[np.int64]
 
 
-def band_edges(ids: pa.Array, keys: I64Array, all_pairs_up_to: int, threads: int = 1) -> pa.Table:
+def band_edges(
+    ids: pa.Array,
+    keys: I64Array,
+    all_pairs_up_to: int,
+    threads: int = 1,
+    rows: I64Array | None = None,
+) -> pa.Table:
     """Each document's id and band keys, (n, bands) -> the distinct candidate pairs
     (src, dst, _star), src < dst; `_star` is true when the pair came from large buckets
     only (a star edge: src is the bucket's smallest id), false when any small bucket gave it.
 
-    `threads` sort that many bands at once (numpy and Arrow sort without the GIL).
+    `threads` sort that many bands at once (numpy and Arrow sort without the GIL). `rows`:
+    the documents are those rows of `keys` (a band's keys are copied out one band at a time
+    either way).
     """
-    n, bands = keys.shape
+    n, bands = (len(rows), keys.shape[1]) if rows is not None else keys.shape
     if len(ids) != n:
         raise ValueError(f"{len(ids)} ids for {n} rows of band keys")
     id_type = ids.type
     schema = pa.schema([(C.SRC, id_type), (C.DST, id_type), (C.STAR, pa.bool_())])
 
     def one_band(band: int) -> list[pa.RecordBatch]:
-        rows = pa.table({C.BAND_KEY: np.ascontiguousarray(keys[:, band]), C.DOC_ID: ids})
-        found = shared_rows(rows)
+        column = keys[:, band] if rows is None else keys[rows, band]
+        found = shared_rows(pa.table({C.BAND_KEY: np.ascontiguousarray(column), C.DOC_ID: ids}))
         return list(bucket_edges(found.to_batches(), all_pairs_up_to)) if found.num_rows else []
 
     if threads > 1 and bands > 1:

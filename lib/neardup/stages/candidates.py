@@ -87,6 +87,16 @@ def band_rows(signed: DataFrame, id_col: str = C.DOC_ID, with_band: bool = False
 
 
 @dataclass(frozen=True)
+class Held:
+    """Documents' ids and band keys on the driver: rows `rows` of `keys` (None: every row,
+    in order) are the documents of `ids`."""
+
+    ids: pa.Array
+    keys: np.ndarray
+    rows: np.ndarray | None
+
+
+@dataclass(frozen=True)
 class Candidates:
     edges: DataFrame  # distinct (src, dst), src < dst: what verification scores
     # (src, dst): every star edge before `_per_document` drops some, src the centre of a
@@ -102,11 +112,12 @@ def destinations(rows: int, partitions: int, id_bytes: int = 8) -> int:
     return max(partitions, math.ceil(rows * (8 + id_bytes) / DESTINATION_BYTES))
 
 
-def keys_fit_driver(documents: int, bands: int, id_field: T.StructField) -> bool:
-    """Whether `documents` ids and band keys are within DRIVER_KEY_BYTES, ids of a type the
-    driver takes (driver_frames.DRIVER_ID_TYPES); the caller also asks the broadcast bound."""
+def keys_fit_driver(documents: int, bands: int, id_field: T.StructField, extra: int = 0) -> bool:
+    """Whether `documents` ids and band keys (and `extra` bytes each) are within
+    DRIVER_KEY_BYTES, ids of a type the driver takes (driver_frames.DRIVER_ID_TYPES); the
+    caller also asks the broadcast bound."""
     driver_ids = isinstance(id_field.dataType, DRIVER_ID_TYPES)
-    return driver_ids and documents * (8 * bands + _id_bytes(id_field)) <= DRIVER_KEY_BYTES
+    return driver_ids and documents * (8 * bands + _id_bytes(id_field) + extra) <= DRIVER_KEY_BYTES
 
 
 def _id_bytes(id_field: T.StructField) -> int:
@@ -122,6 +133,7 @@ def candidate_edges(
     keep: Callable[[DataFrame], DataFrame] | None = None,
     rows: int = 0,
     on_driver: bool = False,
+    held: Held | None = None,
 ) -> Candidates:
     """(_id, _bands) -> distinct (src, dst) with src < dst, and the star groups.
 
@@ -145,8 +157,9 @@ def candidate_edges(
     any star edge; without one the candidates are the distinct pairs as they are.
 
     on_driver: the ids and band keys are collected and the distinct pairs found on the
-    driver (`_merged_on_driver`): for documents within the broadcast bound, ids of a
-    driver type (driver_frames.DRIVER_ID_TYPES). `split_over` and `rows` are not used.
+    driver (`_on_driver`): for documents within the broadcast bound whose keys fit
+    (`keys_fit_driver`). `split_over` and `rows` are not used. held: the documents' ids and
+    keys, already on the driver (stages/exact.py's collect): no collect.
     """
     id_field = next(f for f in signed.schema.fields if f.name == C.DOC_ID)
     schema = T.StructType(
@@ -157,8 +170,8 @@ def candidate_edges(
         ]
     )
     spark = signed.sparkSession
-    if on_driver:
-        return _on_driver(signed, all_pairs_up_to, schema, keep)
+    if on_driver or held is not None:
+        return _on_driver(signed, all_pairs_up_to, schema, keep, held)
     large = None if split_over is None else _large_buckets(signed, skew.threshold(split_over))
     skip = None if large is None else np.array(sorted(r[0] for r in large), dtype=np.int64)
     dests = destinations(rows, skew.shuffle_partitions(spark), _id_bytes(id_field))
@@ -202,18 +215,20 @@ def _on_driver(
     all_pairs_up_to: int,
     schema: T.StructType,
     keep: Callable[[DataFrame], DataFrame] | None,
+    held: Held | None = None,
 ) -> Candidates:
     """`candidate_edges` with the distinct pairs found on the driver: one collect of the
-    ids and band keys (a document's keys are one binary value), every band sorted there
-    (kernels/band_edges.py, a thread per core: the executors wait meanwhile), and the
-    pairs made a frame again. On the 1M benchmark corpus: 1,000,000 documents' keys (160 MB
-    collected) and 18 bands sorted in about 1 s, where the shuffle in blocks, its sampling
-    for large buckets and its jobs took 5-6 s."""
-    table = collect_table(signed.select(C.DOC_ID, C.BAND_KEYS))
-    rows, keys = band_keys_of(table.column(C.BAND_KEYS))
-    ids = table.column(C.DOC_ID).combine_chunks().take(pa.array(rows))
-    del table
-    found = band_edges(ids, keys, all_pairs_up_to, threads=min(os.cpu_count() or 1, 4))
+    ids and band keys (a document's keys are one binary value) unless `held`, every band
+    sorted there (kernels/band_edges.py, a thread per core: the executors wait meanwhile),
+    and the pairs made a frame again. On the 1M benchmark corpus: 1,000,000 documents'
+    keys (160 MB collected) and 18 bands sorted in about 1 s, where the shuffle in blocks,
+    its sampling for large buckets and its jobs took 5-6 s."""
+    if held is None:
+        table = collect_table(signed.select(C.DOC_ID, C.BAND_KEYS))
+        rows, keys = band_keys_of(table.column(C.BAND_KEYS))
+        held = Held(table.column(C.DOC_ID).combine_chunks().take(pa.array(rows)), keys, None)
+        del table
+    found = band_edges(held.ids, held.keys, all_pairs_up_to, min(os.cpu_count() or 1, 4), held.rows)
     merged = frame_from_table(signed.sparkSession, found, schema)
     stars = merged.filter(F.col(C.STAR)).select(C.SRC, C.DST)
     if not pc.any(found.column(C.STAR)).as_py():
