@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from frames import assert_counted
 from neardup.kernels.band_blocks import balanced_labels
 from neardup.stages.candidates import candidate_edges
 from neardup_testkit import reference
@@ -79,6 +80,12 @@ def test_candidate_edges_match_python_buckets(
     got = [(r["src"], r["dst"]) for r in rows]
     assert len(got) == len(set(got))
     assert set(got) == want
+    # On the driver with no star edge, each src's pairs are counted for verification.
+    if on_driver and not stars:
+        assert found.known is not None
+        assert_counted(found.edges, found.known)
+    else:
+        assert found.known is None
     # The star edges dropped change no component (were every candidate verified).
     full = reference.star_candidates(buckets, cap)
     assert set(got) <= full

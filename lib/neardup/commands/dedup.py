@@ -333,6 +333,7 @@ class _Candidates(_Edges):
     # (src, dst): every star edge before a document keeps one (stages/stars.py reads them)
     star_edges: DataFrame | None = None
     stars: int = 0
+    known: Counted | None = None  # the pairs of each src, where counted on the driver
 
 
 def _candidates(
@@ -368,7 +369,8 @@ def _candidates(
     for df in kept:
         r.release(df)
     n, n_stars = candidates.count(), stars.count()
-    return _Candidates(candidates, n, star_edges=stars, stars=n_stars), {
+    known = built[0].known if built else None  # a resumed run read them back: not counted
+    return _Candidates(candidates, n, star_edges=stars, stars=n_stars, known=known), {
         "candidate_pairs": n,
         "star_edges": n_stars,
     }
@@ -463,7 +465,9 @@ def _verify(r: RunContext, fps: Fingerprints, scoring: _Scoring, candidates: _Ed
         docs, _ = scoring.sources()
         end_texts = endpoint_texts(pairs, docs, broadcastable(2 * n), 2 * n, r.share)
         texts = r.keep(end_texts, StorageLevel.DISK_ONLY)
-    edges = r.work.materialize("edges", fps.edges, lambda: _verified(r, scoring, pairs, n, texts))
+    # Pairs the candidates stage counted on the driver need no sample for their large groups.
+    known = candidates.known if isinstance(candidates, _Candidates) and scoring.against is None else None
+    edges = r.work.materialize("edges", fps.edges, lambda: _verified(r, scoring, pairs, n, texts, known))
     n = edges.count()
     return _Edges(edges, n, texts), {"verified_pairs": n}
 

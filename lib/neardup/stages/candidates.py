@@ -103,6 +103,9 @@ class Candidates:
     # large bucket holding dst. A centre and the documents it is centre to form a star
     # group, which stages/stars.py resolves further when verification splits it.
     stars: DataFrame
+    # Where the candidates were found on the driver with no star edge: each src's pairs,
+    # counted (what verification's shuffle gathers), so verification needs no sample.
+    known: skew.Counted | None = None
 
 
 def destinations(rows: int, partitions: int, id_bytes: int = 8) -> int:
@@ -232,7 +235,8 @@ def _on_driver(
     merged = frame_from_table(signed.sparkSession, found, schema)
     stars = merged.filter(F.col(C.STAR)).select(C.SRC, C.DST)
     if not pc.any(found.column(C.STAR)).as_py():
-        return Candidates(merged.select(C.SRC, C.DST), stars)
+        src = found.column(C.SRC).to_numpy()
+        return Candidates(merged.select(C.SRC, C.DST), stars, skew.counted(src))
     if keep is not None:
         merged = keep(merged)
     return Candidates(_per_document(merged), stars)

@@ -44,7 +44,12 @@ def collect_table(df: DataFrame) -> pa.Table:
     numpy arrays (binary ones), or that stay in Arrow."""
     if hasattr(df, "toArrow"):  # Spark 4
         return df.toArrow()
-    return pa.Table.from_pandas(df.toPandas(), preserve_index=False)
+    # Spark 3.5: the Arrow batches its toPandas collects (through pandas, a nullable integer
+    # column would come back as floats and binary values as Python objects).
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    batches = df._collect_as_arrow()  # type: ignore[operator]
+    return pa.Table.from_batches(batches) if batches else to_arrow_schema(df.schema).empty_table()
 
 
 def nan_as_null(name: str) -> Column:
