@@ -4,11 +4,13 @@ doubled write or a wrong status would do, and the exact phrases the one-line err
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
-from neardup.kernels.output_rules import OutputFigures, output_counts, output_problems
+from neardup.kernels.output_rules import OutputFigures, name_counts, output_counts, output_problems
 
 # clusters/ rows: (id, cluster_id, status, kept, similarity)
 CLUSTERS = [
@@ -136,3 +138,27 @@ def test_each_damage_is_named(
 def test_without_a_guard_similarity_is_not_checked() -> None:
     f = replace(_figures(CLUSTERS, KEPT, REJECTED), below_guard=1)
     assert output_problems(f, None) == []
+
+
+@pytest.mark.parametrize("ids", ["int64", "string"])
+def test_name_counts_against_sets(ids: str) -> None:
+    """Distinct ids and orphans (named cluster_ids no kept row has), as sets count them."""
+    rng = random.Random(5)
+    rows = [(rng.randrange(300), True, rng.random() < 0.7, rng.random() < 0.1) for _ in range(400)]
+    rows += [(rng.randrange(400), False, False, True) for _ in range(150)]  # names only
+    key = [r[0] if ids == "int64" else f"id-{r[0]}" for r in rows]
+    keys = np.array(key, dtype=np.int64 if ids == "int64" else object)
+    is_row, survivor, need = (np.array([r[i] for r in rows]) for i in (1, 2, 3))
+    kept = {k for k, r in zip(key, rows, strict=True) if r[1] and r[2]}
+    orphans = sum(1 for k, r in zip(key, rows, strict=True) if r[3] and k not in kept)
+    distinct = len({k for k, r in zip(key, rows, strict=True) if r[1]})
+    assert name_counts(keys, is_row, survivor, need) == (distinct, orphans)
+    assert 0 < orphans < 150
+
+
+def test_name_counts_of_nothing_kept() -> None:
+    none = np.zeros(0, dtype=bool)
+    assert name_counts(np.zeros(0, dtype=np.int64), none, none, none) == (0, 0)
+    key = np.array([3, 3, 7], dtype=np.int64)
+    flags = np.array([True, False, False]), np.array([False, False, False]), np.array([False, True, True])
+    assert name_counts(key, *flags) == (1, 2)  # 3 is a row but not kept: both names orphans

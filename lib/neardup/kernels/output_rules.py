@@ -1,6 +1,6 @@
 """The rules the output check holds the written outputs to, on figures summed from them
-(stages/check.py sums them in one query). Pure Python: the rules are tested on figures,
-without a JVM.
+(stages/check.py sums them in one query). Pure Python (and numpy or Arrow for `name_counts`
+on the driver): the rules are tested on figures, without a JVM.
 
 Every input id exactly once in clusters/; kept + removed + rejected = input; kept/ and
 rejected/ hold exactly the rows clusters/ says; every cluster_id is a kept document; with
@@ -10,6 +10,10 @@ a guard threshold, every near duplicate's similarity to its kept document is at 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 
 @dataclass(frozen=True)
@@ -75,3 +79,25 @@ def output_counts(f: OutputFigures) -> dict[str, int]:
         "near_duplicates": f.near,
         "rejected": f.rejected + f.malformed,
     }
+
+
+def name_counts(
+    key: np.ndarray, is_row: np.ndarray, survivor: np.ndarray, need: np.ndarray
+) -> tuple[int, int]:
+    """(distinct ids, orphans) from the check's keys on the driver: `key` each clusters/ row's
+    id (`is_row`, `survivor` where it is kept) or a cluster_id it names (`need`: a kept row
+    must have it). Integer keys by numpy's sorts (0.05 s for a million rows, where Arrow's
+    hash kernels took 0.3-0.6 s on their first call in a process); strings by Arrow's."""
+    if key.dtype.kind in "iu":
+        # Sorts, not np.unique (which took 0.25 s for a million ids, five times a sort).
+        survivors = np.sort(key[is_row & survivor])
+        needed = key[need]
+        at = np.minimum(np.searchsorted(survivors, needed), max(len(survivors) - 1, 0))
+        found = int((survivors[at] == needed).sum()) if len(survivors) else 0
+        ids = np.sort(key[is_row])
+        return int(len(ids) and 1 + np.count_nonzero(ids[1:] != ids[:-1])), len(needed) - found
+    kept = pc.unique(pa.array(key[is_row & survivor]))
+    needed_ = pa.array(key[need])
+    found = pc.sum(pc.is_in(needed_, value_set=kept)).as_py() or 0
+    ids = pc.count_distinct(pa.array(key[is_row])).as_py()
+    return int(ids), len(needed_) - int(found)

@@ -7,14 +7,12 @@ rules themselves are kernels/output_rules.py's, on the figures summed here.
 
 from __future__ import annotations
 
-import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from neardup import columns as C
 from neardup.errors import InvariantError
-from neardup.kernels.output_rules import OutputFigures, output_counts, output_problems
+from neardup.kernels.output_rules import OutputFigures, name_counts, output_counts, output_problems
 from neardup.stages.driver_frames import DRIVER_ID_TYPES, collect_arrays
 
 _KEY = "_key"
@@ -157,12 +155,9 @@ def _names(clusters: DataFrame, against: bool, on_driver: bool) -> dict[str, int
     keys = _keys(clusters, against)
     if on_driver:
         got = collect_arrays(keys, [_KEY, _ROW, _SURVIVOR, _NEED])
-        key, is_row = got[_KEY], got[_ROW].astype(bool)
-        survivors = pc.unique(pa.array(key[is_row & got[_SURVIVOR].astype(bool)]))
-        needed = pa.array(key[got[_NEED].astype(bool)])
-        found = pc.sum(pc.is_in(needed, value_set=survivors)).as_py() or 0
-        ids = pc.count_distinct(pa.array(key[is_row])).as_py()
-        return {"ids": int(ids), "orphans": len(needed) - int(found)}
+        flags = (got[c].astype(bool) for c in (_ROW, _SURVIVOR, _NEED))
+        ids, orphans = name_counts(got[_KEY], *flags)
+        return {"ids": ids, "orphans": orphans}
     zero, one = F.lit(0).cast("long"), F.lit(1).cast("long")
     per_key = keys.groupBy(_KEY).agg(
         *[F.sum(F.col(c).cast("long")).alias(c) for c in (_ROW, _SURVIVOR, _NEED)]
