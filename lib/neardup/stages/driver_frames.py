@@ -2,15 +2,14 @@
 than a dozen Spark jobs would (components.py's labels, stars.py's rounds, guard.py's rounds
 and nearest step, membership.py's cluster sizes).
 
-Spark 4 converts through Arrow both ways, without pandas; Spark 3.5 through pandas (Arrow
-underneath). A frame made from driver data is backed by an RDD, not held in its plan
+Collects are Arrow batches on both Spark lines (3.5: those its toPandas reads); frames are
+made from Arrow on Spark 4, through pandas on 3.5. A frame made from driver data is backed by an RDD, not held in its plan
 (`_driver_relation`), in at most a partition per core.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -28,20 +27,13 @@ DRIVER_ID_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringT
 
 def collect_arrays(df: DataFrame, columns: Sequence[str]) -> dict[str, np.ndarray]:
     """`columns` of `df` (no nulls in them) as numpy arrays, in one job."""
-    picked = df.select(*columns)
-    if hasattr(picked, "toArrow"):  # Spark 4
-        table = picked.toArrow()
-        return {c: table.column(c).to_numpy() for c in columns}
-    import pandas as pd
-
-    # Without nulls, integer columns stay integers.
-    frame = cast(pd.DataFrame, picked.toPandas())
-    return {c: frame[c].to_numpy() for c in columns}
+    table = collect_table(df.select(*columns))
+    return {c: table.column(c).to_numpy() for c in columns}
 
 
 def collect_table(df: DataFrame) -> pa.Table:
-    """`df` as one Arrow table, in one job: for columns `collect_arrays` cannot give as
-    numpy arrays (binary ones), or that stay in Arrow."""
+    """`df` as one Arrow table, in one job (what `collect_arrays` reads; binary columns and
+    those that stay in Arrow are taken from it whole)."""
     if hasattr(df, "toArrow"):  # Spark 4
         return df.toArrow()
     # Spark 3.5: the Arrow batches its toPandas collects (through pandas, a nullable integer
