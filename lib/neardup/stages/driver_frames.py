@@ -3,8 +3,8 @@ than a dozen Spark jobs would (components.py's labels, stars.py's rounds, guard.
 and nearest step, membership.py's cluster sizes).
 
 Collects are Arrow batches on both Spark lines (3.5: those its toPandas reads); frames are
-made from Arrow on Spark 4, through pandas on 3.5. A frame made from driver data is backed by an RDD, not held in its plan
-(`_driver_relation`), in at most a partition per core.
+made from Arrow on Spark 4, through pandas on 3.5. A frame made from driver data is backed
+by an RDD, not held in its plan (`_driver_relation`), in at most a partition per core.
 """
 
 from __future__ import annotations
