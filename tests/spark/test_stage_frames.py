@@ -11,6 +11,7 @@ import random
 from collections import Counter
 from typing import Any
 
+import numpy as np
 import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -29,12 +30,13 @@ from neardup.stages.exact import exact_groups, exact_on_driver, group_exact, ord
 from neardup.stages.guard import GuardStats, guard_clusters
 from neardup.stages.membership import (
     assign_members,
+    assign_on_driver,
     cluster_sizes,
     clustered_figures,
     clustered_on_driver,
     sizes_on_driver,
 )
-from neardup.stages.survivors import choose_survivors, survivor_ranking
+from neardup.stages.survivors import choose_survivors, survivor_ranking, survivors_on_driver
 from neardup_testkit import reference
 
 HASHED = f"{C.DOC_ID} bigint, {C.TEXT_HASH} bigint, {C.TEXT_HASH_LO} bigint, {C.LENGTH} int, {C.RANK} double"
@@ -140,8 +142,34 @@ def test_exact_groups_on_the_driver_are_the_windows(spark: Any, ids: str) -> Non
         assert sorted(got.copy_ids.tolist()) == sorted(r[C.DOC_ID] for r in want if r[C.REP] != r[C.DOC_ID])
         reps = got.rep_ids.to_pylist()
         assert sorted(reps) == sorted(r[C.DOC_ID] for r in want if r[C.REP] == r[C.DOC_ID])
-        held = [got.band_keys[row].astype("<i8").tobytes() for row in got.rep_rows]
+        held = [got.band_keys[row].astype("<i8").tobytes() for row in got.held.rep_rows]
         assert held == [keys_of[doc] for doc in reps]
+        # The held policy keys: survivors of components and the guard's ranking, against
+        # the Spark aggregation and sort (of about 80 representatives, 60 in 8 components).
+        nodes = rng.sample(reps, min(60, len(reps)))
+        group = {doc: rng.randrange(8) for doc in nodes}
+        label = {g: min(d for d in nodes if group[d] == g) for g in set(group.values())}
+        components = spark.createDataFrame(
+            [(d, label[group[d]]) for d in nodes], f"{C.DOC_ID} {ids}, {C.COMPONENT} {ids}"
+        )
+        reps_frame = members.filter(F.col(C.REP) == F.col(C.DOC_ID))
+        node_ids, kept_ids = survivors_on_driver(components, got.held.order)
+        chosen = choose_survivors(reps_frame, components, cfg).collect()
+        assert dict(zip(node_ids.tolist(), kept_ids.tolist(), strict=True)) == {
+            r[C.DOC_ID]: r[C.KEPT_ID] for r in chosen
+        }
+        asked = np.array(nodes, dtype=object if ids == "string" else np.int64)
+        assert got.held.order.best_first(asked).tolist() == survivor_ranking(reps_frame, asked, cfg).tolist()
+        # Every member's row from the held members, against the Spark joins; in id order.
+        sims = [
+            (d, k, None if d == k else rng.choice([None, 0.5, 0.75]))
+            for d, k in ((r[C.DOC_ID], r[C.KEPT_ID]) for r in chosen)
+        ]
+        guarded = spark.createDataFrame(sims, f"{C.DOC_ID} {ids}, {C.KEPT_ID} {ids}, {C.SIMILARITY} double")
+        sizes = cluster_sizes(guarded.select(C.DOC_ID, C.KEPT_ID), got.groups)
+        assigned = assign_on_driver(got.held, got.members, guarded, sizes)
+        assert_frames_equal(assigned, assign_members(members, guarded, sizes))
+        assert [r[C.DOC_ID] for r in assigned.collect()] == sorted(r[C.DOC_ID] for r in want)
 
 
 def test_a_floating_point_policy_column_is_ordered_by_the_window(spark: Any) -> None:

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+import numpy as np
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -81,12 +83,21 @@ from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
 from neardup.stages.driver_frames import DRIVER_ID_TYPES, ids_frame
 from neardup.stages.driver_scoring import Prefetch, prefetcher
-from neardup.stages.exact import HELD_BYTES, exact_groups, exact_on_driver, group_exact, orders_on_driver
+from neardup.stages.exact import (
+    HELD_BYTES,
+    HeldMembers,
+    exact_groups,
+    exact_on_driver,
+    group_exact,
+    orders_on_driver,
+)
 from neardup.stages.guard import guard_clusters
 from neardup.stages.membership import (
     assign_members,
+    assign_on_driver,
     cluster_sizes,
     clustered_figures,
+    clustered_of_arrays,
     clustered_on_driver,
     sizes_on_driver,
 )
@@ -96,7 +107,7 @@ from neardup.stages.sign import sign_documents, sign_params
 from neardup.stages.skew import Counted, split_threshold
 from neardup.stages.stars import RULE as STAR_ROUNDS_RULE
 from neardup.stages.stars import further_stars, relabel
-from neardup.stages.survivors import choose_survivors, survivor_ranking
+from neardup.stages.survivors import choose_survivors, survivor_ranking, survivors_on_driver
 from neardup.stages.tune_sample import Sample, draw_sample
 from neardup.stages.verify import endpoint_texts, verify_pairs
 from neardup.stages.write import write_outputs
@@ -286,6 +297,7 @@ class _Exact:
     copies: int  # exact duplicates (members that are not their group's representative)
     rejected_rows: int
     held: Held | None = None  # the representatives' ids and band keys, where on the driver
+    driver: HeldMembers | None = None  # the members' ids, representatives and policy keys
 
 
 def _exact(r: RunContext, signed: _Signed) -> tuple[_Exact, Counts]:
@@ -294,18 +306,18 @@ def _exact(r: RunContext, signed: _Signed) -> tuple[_Exact, Counts]:
     id_field = signed.frame.schema[C.DOC_ID]
     # Few enough documents: grouped on the driver, from a collect that also brings the band
     # keys the candidates stage sorts there.
-    held = None
+    held, driver = None, None
     if (
         broadcastable(signed.signed)
         and keys_fit_driver(signed.signed, r.cfg.bands, id_field, HELD_BYTES)
         and orders_on_driver(signed.frame, r.cfg)
     ):
         got = exact_on_driver(accepted, r.cfg)
-        # Kept as the window's are: every later use would otherwise convert the driver's
-        # Arrow batches to rows again (survivors, guard and write 7 s slower at 1,000,000).
-        members, groups, n_copies = r.keep(got.members), r.keep(got.groups), len(got.copy_ids)
+        # Read once, by the write, where the survivors and the guard take the policy keys
+        # the driver holds; else `_survivors` keeps them.
+        members, groups, n_copies = got.members, r.keep(got.groups), len(got.copy_ids)
         copies = F.broadcast(ids_frame(r.spark, got.copy_ids, id_field.dataType))
-        held = Held(got.rep_ids, got.band_keys, got.rep_rows)
+        held, driver = Held(got.rep_ids, got.band_keys, got.held.rep_rows), got.held
     else:
         members = r.keep(group_exact(accepted, r.cfg))
         groups = r.keep(exact_groups(members))
@@ -316,7 +328,7 @@ def _exact(r: RunContext, signed: _Signed) -> tuple[_Exact, Counts]:
             copies = F.broadcast(copies)
     # The representatives of exact groups are what LSH bands and verification compare.
     reps = accepted.join(copies, C.DOC_ID, "left_anti")
-    found = _Exact(members, groups, reps, rejected, n_copies, signed.rejected, held)
+    found = _Exact(members, groups, reps, rejected, n_copies, signed.rejected, held, driver)
     return found, {"exact_duplicates": n_copies}
 
 
@@ -583,13 +595,32 @@ def _survivors(
     # choose_survivors broadcasts the component nodes: at most two per verified edge.
     small = broadcastable(2 * edges.rows)
     nodes = _nodes(exact, against)
+    sums_on_driver = _sums_on_driver(small, exact, components)
+    if sums_on_driver and exact.driver is not None and against is None:
+        ids, kept = survivors_on_driver(components, exact.driver.order)
+        id_type = components.schema[C.DOC_ID].dataType
+        chosen, n, largest = clustered_of_arrays(ids, kept, id_type, exact.groups)
+        return _Chosen(chosen, n, largest, nodes, against), {"clustered": n}
+    if exact.driver is not None:
+        # The exact stage's members, from the driver, are read by the choice, the guard's
+        # rounds and the write: kept (each read would otherwise turn the driver's Arrow
+        # batches into rows again).
+        r.keep(exact.members)
     chosen = choose_survivors(nodes, components, r.cfg, small, against is not None)
-    if _sums_on_driver(small, exact, chosen):
+    if sums_on_driver:
         chosen, n, largest = clustered_on_driver(chosen, exact.groups)
     else:
         chosen = r.keep(chosen)
         n, largest = clustered_figures(chosen, exact.groups)
     return _Chosen(chosen, n, largest, nodes, against), {"clustered": n}
+
+
+def _ranking(r: RunContext, exact: _Exact, chosen: _Chosen) -> Callable[[np.ndarray], np.ndarray]:
+    """The guard's ranking of representatives by the survivor policy: by the keys the driver
+    holds where it does (no --against: indexed documents are not among them), else a sort."""
+    if exact.driver is not None and chosen.against is None:
+        return exact.driver.order.best_first
+    return lambda ids: survivor_ranking(chosen.nodes, ids, r.cfg, chosen.against is not None)
 
 
 def _sums_on_driver(small: bool, exact: _Exact, clustered: DataFrame) -> bool:
@@ -690,7 +721,7 @@ def _guard(
             first_bound=chosen.rows,
             # The clustered documents, the verified edges and the indexed ones collected.
             on_driver=broadcastable(chosen.rows) and small and small_index,
-            ranking=lambda ids: survivor_ranking(chosen.nodes, ids, cfg, prefer),
+            ranking=_ranking(r, exact, chosen),
             # Every pair, whatever its score, as `score` has them.
             prefetch=_prefetch(r, scoring, edges.texts, 0.0),
         )
@@ -757,11 +788,17 @@ def _write(
     # What assign_members broadcasts: a row per clustered representative (at most two per
     # verified edge) and a row per cluster or exact group with removed members.
     small = broadcastable(2 * edges.rows + exact.copies)
+    # The members as the exact stage collected them, where it did (and no index's documents).
+    driver = exact.driver if small and against is None else None
+    if driver is not None:
+        assigned = assign_on_driver(driver, exact.members, guarded.frame, guarded.sizes)
+    else:
+        assigned = assign_members(exact.members, guarded.frame, guarded.sizes, small)
     schemas = write_outputs(
         inp.source,
         r.cfg,
         # Kept: clusters/ is written from it and kept/ takes its removed ids.
-        r.keep(assign_members(exact.members, guarded.frame, guarded.sizes, small)),
+        r.keep(assigned),
         exact.rejected,
         {name: r.paths.staged(name) for name in ("clusters", "kept", "rejected")},
         writer_options(inp.batches, r.cfg.input.text_col),
@@ -771,6 +808,7 @@ def _write(
         matched=against.nodes if against is not None else None,
         broadcast_matched=against is not None and broadcastable(against.n_nodes),
         any_rejected=exact.rejected_rows > 0,
+        sorted_by_id=driver is not None,
     )
     return Staged(r.spark, r.paths, schemas), {}
 

@@ -3,9 +3,9 @@
 The exact stage's distributed path is a window over the 128-bit text hash ordered by the
 survivor policy (stages/exact.py); within the broadcast bound the driver does the same
 from one collect: a sort of the hashes finds the groups (most are one document), and only
-the rows of groups with copies are sorted by the policy's keys. Arrow's order is Spark's
-for the key types the stage sends here (integers and strings: strings by their UTF-8 bytes,
-nulls last), and every order ends with the id, so the representative is the window's.
+the rows of groups with copies are sorted by the policy's keys (kernels/policy_order.py,
+whose order is Spark's for the key types the stage sends here), so the representative is
+the window's.
 """
 
 from __future__ import annotations
@@ -15,12 +15,11 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from neardup.kernels.policy import SortKey
+from neardup.kernels.policy_order import best_of_groups
 
 I64Array = npt.NDArray[np.int64]
-_GROUP = "_group"
 
 
 def exact_reps(hi: npt.ArrayLike, lo: npt.ArrayLike, order: pa.Table, keys: Sequence[SortKey]) -> I64Array:
@@ -46,15 +45,6 @@ def exact_reps(hi: npt.ArrayLike, lo: npt.ArrayLike, order: pa.Table, keys: Sequ
     copied[:-1] |= same
     starts = np.concatenate(([True], ~same))
     group = np.cumsum(starts) - 1
-    rows, groups = by_hash[copied], group[copied]
-    table = order.take(pa.array(rows)).append_column(_GROUP, pa.array(groups))
-    sort_keys = [(_GROUP, "ascending")] + [
-        (k.column, "descending" if k.descending else "ascending") for k in keys
-    ]
-    # Nulls go last by default (sort_indices' null_placement, per key from pyarrow 25).
-    picked = pc.sort_indices(table, sort_keys=sort_keys).to_numpy()
-    ranked, ranked_group = rows[picked], groups[picked]
-    first = np.concatenate(([True], ranked_group[1:] != ranked_group[:-1]))
-    leaders = ranked[first]
-    rep[ranked] = np.repeat(leaders, np.diff(np.append(np.flatnonzero(first), len(ranked))))
+    rows = by_hash[copied]
+    rep[rows] = rows[best_of_groups(group[copied], order.take(pa.array(rows)), keys)]
     return rep

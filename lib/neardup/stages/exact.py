@@ -23,6 +23,7 @@ from neardup import columns as C
 from neardup.config import Config
 from neardup.kernels.exact_reps import exact_reps
 from neardup.kernels.policy import SortKey, carried_columns, survivor_order
+from neardup.kernels.policy_order import HeldOrder
 from neardup.kernels.signatures import band_keys_of
 from neardup.stages.driver_frames import collect_table, frame_from_table
 from neardup.stages.survivor_order import survivor_columns
@@ -72,6 +73,21 @@ def orders_on_driver(signed: DataFrame, cfg: Config) -> bool:
 
 
 @dataclass(frozen=True)
+class HeldMembers:
+    """The signed documents as the exact stage collected them on the driver: what the
+    survivors, the guard and the write take there instead of the members frame."""
+
+    ids: pa.Array  # every signed document's id
+    rep: np.ndarray  # each one's representative's row
+    rep_rows: np.ndarray  # the representatives' rows
+    order: HeldOrder  # the representatives' policy keys, a row per one of `rep_rows`
+
+    def rows(self, ids: np.ndarray) -> np.ndarray:
+        """The rows of representatives' `ids` (each must be one)."""
+        return self.rep_rows[self.order.rows(ids)]
+
+
+@dataclass(frozen=True)
 class HeldExact:
     """`exact_on_driver`'s results: the frames `group_exact` and `exact_groups` give, and
     what the candidates stage takes on the driver."""
@@ -81,7 +97,7 @@ class HeldExact:
     copy_ids: np.ndarray  # the exact copies' ids
     rep_ids: pa.Array  # the representatives' ids
     band_keys: np.ndarray  # (documents, bands): every collected document's keys
-    rep_rows: np.ndarray  # the representatives' rows of `band_keys`
+    held: HeldMembers  # the representatives' rows (of `band_keys` too) and policy keys
 
 
 def exact_on_driver(accepted: DataFrame, cfg: Config) -> HeldExact:
@@ -89,18 +105,16 @@ def exact_on_driver(accepted: DataFrame, cfg: Config) -> HeldExact:
     hashes, policy columns and band keys (kernels/exact_reps.py groups them), the frames
     returned RDD-backed. For at most the broadcast bound's documents whose policy keys
     `orders_on_driver`; the band keys stay for the candidates (`candidates.candidate_edges`'
-    `held`), so they are not collected twice."""
+    `held`), so they are not collected twice, and the representatives' policy keys for the
+    survivors, the guard and the write (`HeldMembers`)."""
     carried = list(carried_columns(cfg.survivor.policy))
     keys = _order(cfg)
     table = collect_table(
         accepted.select(C.DOC_ID, C.TEXT_HASH, C.TEXT_HASH_LO, C.LENGTH, *carried, C.BAND_KEYS)
     )
-    rep = exact_reps(
-        table.column(C.TEXT_HASH).to_numpy(),
-        table.column(C.TEXT_HASH_LO).to_numpy(),
-        table.select([k.column for k in keys]),
-        keys,
-    )
+    order = table.select([k.column for k in keys])
+    hi, lo = table.column(C.TEXT_HASH).to_numpy(), table.column(C.TEXT_HASH_LO).to_numpy()
+    rep = exact_reps(hi, lo, order, keys)
     ids = table.column(C.DOC_ID).combine_chunks()
     fields = {f.name: f for f in accepted.schema.fields}
     id_field = fields[C.DOC_ID]
@@ -135,5 +149,5 @@ def exact_on_driver(accepted: DataFrame, cfg: Config) -> HeldExact:
         ids.filter(pa.array(copy)).to_numpy(zero_copy_only=False),
         ids.take(pa.array(kept)),
         band_keys,
-        kept,
+        HeldMembers(ids, rep, kept, HeldOrder(order.take(pa.array(kept)), keys)),
     )

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -56,7 +56,6 @@ from neardup.stages.driver_frames import (
     DRIVER_ID_TYPES,
     collect_arrays,
     frame_from_arrays,
-    ids_frame,
     nan_as_null,
 )
 from neardup.stages.driver_scoring import Prefetch
@@ -109,7 +108,7 @@ def guard_clusters(
     nearest_below: float | None = None,
     first_bound: int | None = None,
     on_driver: bool = False,
-    ranking: Callable[[DataFrame], DataFrame] | None = None,
+    ranking: Callable[[np.ndarray], np.ndarray] | None = None,
     prefetch: Prefetch | None = None,
 ) -> tuple[DataFrame, GuardStats]:
     """clustered (_id, _kept_id): every representative in a cluster (kept ones included);
@@ -128,8 +127,8 @@ def guard_clusters(
     against their kept one go to the nearest kept one of their cluster (None: no such step).
     first_bound: the rows of `clustered`, where known: the first round scores at most one
     pair per removed document. on_driver: the caller knows `clustered`, the edges and the
-    pinned documents are small enough to collect (the broadcast bound), and `ranking`
-    (_id) -> (_id) the same ids, best first by the survivor policy (the order `choose`
+    pinned documents are small enough to collect (the broadcast bound), and `ranking`:
+    ids -> the same ids, best first by the survivor policy (the order `choose`
     picks by): the rounds and the nearest step then run on the driver
     (`_guard_on_driver`); with `prefetch` (stages/driver_scoring.py, at threshold 0) their
     scoring too, where the clustered documents' texts fit its budget.
@@ -212,7 +211,7 @@ def _guard_on_driver(
     clustered: DataFrame,
     edges: DataFrame,
     score: Scorer,
-    ranking: Callable[[DataFrame], DataFrame],
+    ranking: Callable[[np.ndarray], np.ndarray],
     threshold: float | None,
     max_rounds: int,
     pinned: DataFrame | None,
@@ -318,7 +317,7 @@ def _guard_on_driver(
             settled.append((out, out, np.full(len(out), np.nan)))
             break
         if stats.rounds == 1:
-            _rank_of(spark, out, ids, id_type, ranking, rank)
+            _rank_of(out, ids, ranking, rank)
         pending, kept, alone = regroup(out, src, dst, rank)
         settled.append((alone, alone, np.full(len(alone), np.nan)))
     docs_out = np.concatenate([d for d, _, _ in settled])
@@ -346,16 +345,10 @@ def _guard_on_driver(
 
 
 def _rank_of(
-    spark: SparkSession,
-    docs: np.ndarray,
-    ids: np.ndarray,
-    id_type: T.DataType,
-    ranking: Callable[[DataFrame], DataFrame],
-    rank: np.ndarray,
+    docs: np.ndarray, ids: np.ndarray, ranking: Callable[[np.ndarray], np.ndarray], rank: np.ndarray
 ) -> None:
     """rank[docs] = their places in the survivor policy's order (one sort, `ranking`)."""
-    frame = ids_frame(spark, ids[docs], id_type)
-    order = _codes(ids, collect_arrays(ranking(frame), [C.DOC_ID])[C.DOC_ID])
+    order = _codes(ids, ranking(ids[docs]))
     if len(order) != len(docs) or (order < 0).any():
         raise InvariantError(f"guard: {len(order)} documents ranked for {len(docs)} failing ones")
     rank[order] = np.arange(len(order))

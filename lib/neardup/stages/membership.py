@@ -10,14 +10,18 @@ end (`assign_members`): each takes its representative's kept document, and its s
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup import columns as C
+from neardup.kernels.assignment import STATUSES, assign
 from neardup.kernels.cluster_sizes import cluster_sizes as sizes_of_arrays
 from neardup.kernels.cluster_sizes import size_figures
-from neardup.stages.driver_frames import collect_arrays, frame_from_arrays
+from neardup.stages.driver_frames import collect_arrays, frame_from_arrays, frame_from_table
+from neardup.stages.exact import HeldMembers
 
 _EXACT = "_is_exact"
 _SIZE = "_size"
@@ -45,15 +49,12 @@ def cluster_sizes(clustered: DataFrame, groups: DataFrame) -> DataFrame:
     return in_clusters.unionByName(alone)
 
 
-def _summed_on_driver(
-    clustered: DataFrame, groups: DataFrame
-) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-    """clustered (_id, _kept_id) collected, and `cluster_sizes` of it summed on the driver
-    (kernels/cluster_sizes.py) from the groups (_rep, _copies), collected too."""
-    got = collect_arrays(clustered, [C.DOC_ID, C.KEPT_ID])
+def _summed_on_driver(ids: np.ndarray, kept: np.ndarray, groups: DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """`cluster_sizes` of the clustered representatives (`ids`, each with its `kept`
+    document) summed on the driver (kernels/cluster_sizes.py) from the groups (_rep,
+    _copies), collected."""
     exact = collect_arrays(groups, [C.REP, C.COPIES])
-    kept_ids, sizes = sizes_of_arrays(got[C.DOC_ID], got[C.KEPT_ID], exact[C.REP], exact[C.COPIES])
-    return got, kept_ids, sizes
+    return sizes_of_arrays(ids, kept, exact[C.REP], exact[C.COPIES])
 
 
 def sizes_on_driver(clustered: DataFrame, groups: DataFrame) -> tuple[DataFrame, dict[str, int]]:
@@ -64,7 +65,8 @@ def sizes_on_driver(clustered: DataFrame, groups: DataFrame) -> tuple[DataFrame,
     Two collects in place of a join, an aggregation, an anti-join and a job for the
     figures: about 1.6 s of the guard on 1,000,000 documents, 2.4 s with the skew
     benchmark's large clusters."""
-    _, kept_ids, sizes = _summed_on_driver(clustered, groups)
+    got = collect_arrays(clustered, [C.DOC_ID, C.KEPT_ID])
+    kept_ids, sizes = _summed_on_driver(got[C.DOC_ID], got[C.KEPT_ID], groups)
     kept_field = T.StructField(C.KEPT_ID, clustered.schema[C.DOC_ID].dataType, False)
     schema = T.StructType([kept_field, T.StructField(_SIZE, T.LongType(), False)])
     frame = frame_from_arrays(clustered.sparkSession, {C.KEPT_ID: kept_ids, _SIZE: sizes}, schema)
@@ -75,11 +77,19 @@ def clustered_on_driver(clustered: DataFrame, groups: DataFrame) -> tuple[DataFr
     """`clustered_figures` from two collects, for inputs as `sizes_on_driver` takes, and
     clustered again as a frame of the driver's arrays (a plan of one node for the guard's
     rounds): (that frame, its rows, the largest cluster's size in documents)."""
-    got, _, sizes = _summed_on_driver(clustered, groups)
-    id_type = clustered.schema[C.DOC_ID].dataType
+    got = collect_arrays(clustered, [C.DOC_ID, C.KEPT_ID])
+    return clustered_of_arrays(got[C.DOC_ID], got[C.KEPT_ID], clustered.schema[C.DOC_ID].dataType, groups)
+
+
+def clustered_of_arrays(
+    ids: np.ndarray, kept: np.ndarray, id_type: T.DataType, groups: DataFrame
+) -> tuple[DataFrame, int, int]:
+    """`clustered_on_driver` of the clustered representatives the driver holds (`ids`, each
+    with its `kept` document, of `id_type`): one collect, of the groups."""
+    _, sizes = _summed_on_driver(ids, kept, groups)
     schema = T.StructType([T.StructField(C.DOC_ID, id_type, False), T.StructField(C.KEPT_ID, id_type, False)])
-    frame = frame_from_arrays(clustered.sparkSession, got, schema)
-    return frame, len(got[C.DOC_ID]), size_figures(sizes)["largest"]
+    frame = frame_from_arrays(groups.sparkSession, {C.DOC_ID: ids, C.KEPT_ID: kept}, schema)
+    return frame, len(ids), size_figures(sizes)["largest"]
 
 
 def clustered_figures(clustered: DataFrame, groups: DataFrame) -> tuple[int, int]:
@@ -152,3 +162,40 @@ def assign_members(members: DataFrame, chosen: DataFrame, sizes: DataFrame, smal
     return assigned.select(
         C.DOC_ID, C.KEPT_ID, status.alias(C.STATUS), F.col(_SIZE), similarity.alias(C.SIMILARITY)
     )
+
+
+def assign_on_driver(held: HeldMembers, members: DataFrame, chosen: DataFrame, sizes: DataFrame) -> DataFrame:
+    """`assign_members` where the driver holds the members (the exact stage's `held`, of
+    the `members` frame): chosen and sizes collected (both within the broadcast bound),
+    each member's row found by kernels/assignment.py, and the rows returned as a frame of
+    the driver's arrays, sorted by id, its partitions in that order (so clusters/ needs no
+    sort). Two small collects and no join: the broadcasts' jobs, the members' rows made
+    once, and the sort of clusters/ (a sampling job and a shuffle) are saved."""
+    nan = F.lit(float("nan"))
+    picked = collect_arrays(
+        chosen.select(C.DOC_ID, C.KEPT_ID, F.coalesce(C.SIMILARITY, nan).alias(C.SIMILARITY)),
+        [C.DOC_ID, C.KEPT_ID, C.SIMILARITY],
+    )
+    sized = collect_arrays(sizes, [C.KEPT_ID, _SIZE])
+    kept, status, size, similarity = assign(
+        held.rep,
+        held.rows(picked[C.DOC_ID]),
+        held.rows(picked[C.KEPT_ID]),
+        picked[C.SIMILARITY],
+        held.rows(sized[C.KEPT_ID]),
+        sized[_SIZE],
+    )
+    by_id = pc.sort_indices(held.ids).to_numpy()
+    codes = pa.DictionaryArray.from_arrays(pa.array(status[by_id]), pa.array(STATUSES))
+    table = pa.table(
+        {
+            C.DOC_ID: held.ids.take(pa.array(by_id)),
+            C.KEPT_ID: held.ids.take(pa.array(kept[by_id])),
+            C.STATUS: codes.cast(pa.string()),
+            _SIZE: pa.array(size[by_id]),
+            C.SIMILARITY: pa.array(similarity[by_id], from_pandas=True),
+        }
+    )
+    # The schema `assign_members` gives (its nullability too): analysis only, no job.
+    schema = assign_members(members, chosen, sizes).schema
+    return frame_from_table(members.sparkSession, table, schema)

@@ -9,12 +9,15 @@ of the whole cluster. Sizes and every member's status: membership.py.
 
 from __future__ import annotations
 
+import numpy as np
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from neardup import columns as C
 from neardup.config import Config
 from neardup.kernels.policy import survivor_order
+from neardup.kernels.policy_order import HeldOrder
+from neardup.stages.driver_frames import collect_arrays, ids_frame
 from neardup.stages.survivor_order import ascending, survivor_columns
 
 _BEST = "_best"  # choose_survivors: the smallest struct of a component
@@ -56,10 +59,24 @@ def choose_survivors(
     return components.join(F.broadcast(chosen) if small else chosen, C.COMPONENT).select(C.DOC_ID, C.KEPT_ID)
 
 
-def survivor_ranking(reps: DataFrame, ids: DataFrame, cfg: Config, prefer_index: bool = False) -> DataFrame:
-    """ids (_id): representatives, few enough to broadcast -> (_id) the same, best first by
-    the survivor policy (`survivor_columns`, the order of `choose_survivors`' struct): the
-    best of any group of them is the one ranked first. One sort, for the guard's rounds on
-    the driver."""
-    nodes = reps.join(F.broadcast(ids.select(C.DOC_ID)), C.DOC_ID)
-    return nodes.orderBy(*survivor_columns(cfg, prefer_index)).select(C.DOC_ID)
+def survivors_on_driver(components: DataFrame, order: HeldOrder) -> tuple[np.ndarray, np.ndarray]:
+    """`choose_survivors` of components (_id, _component) by the policy's keys the driver
+    holds (the exact stage's `HeldOrder` of the representatives, dedup without --against):
+    one collect of the components and a sort, where the Spark choice ran a join, an
+    aggregation and a join back (eight jobs, 1.4 s on 1,000,000 documents)
+    -> (ids, kept ids) of every component node."""
+    got = collect_arrays(components, [C.DOC_ID, C.COMPONENT])
+    ids = got[C.DOC_ID]
+    _, groups = np.unique(got[C.COMPONENT], return_inverse=True)
+    return ids, order.best_of_groups(ids, groups.reshape(-1))
+
+
+def survivor_ranking(reps: DataFrame, ids: np.ndarray, cfg: Config, prefer_index: bool = False) -> np.ndarray:
+    """ids: representatives, few enough to collect -> the same, best first by the survivor
+    policy (`survivor_columns`, the order of `choose_survivors`' struct): the best of any
+    group of them is the one ranked first. One sort, for the guard's rounds on the driver
+    where it holds no `HeldOrder`."""
+    frame = ids_frame(reps.sparkSession, ids, reps.schema[C.DOC_ID].dataType)
+    nodes = reps.join(F.broadcast(frame), C.DOC_ID)
+    ranked = nodes.orderBy(*survivor_columns(cfg, prefer_index)).select(C.DOC_ID)
+    return collect_arrays(ranked, [C.DOC_ID])[C.DOC_ID]

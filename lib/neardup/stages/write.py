@@ -25,6 +25,7 @@ def write_outputs(
     matched: DataFrame | None = None,
     broadcast_matched: bool = True,
     any_rejected: bool = True,
+    sorted_by_id: bool = False,
 ) -> dict[str, StructType]:
     """Write the three outputs to `staged[name]` with the Parquet writer `options`;
     returns their schemas (name -> schema), so they are read back without a job.
@@ -46,6 +47,9 @@ def write_outputs(
       reason naming its file and line, and the line's bytes in `malformed_line`.
       `any_rejected` False (the caller counted no rejected rows) writes it empty without
       reading the input.
+
+    `sorted_by_id`: `assigned`'s partitions hold its rows in id order (made on the driver);
+    with no rejected rows, clusters/ is then written as they are, without a sort.
     """
     id_type = next(f.dataType for f in source.schema.fields if f.name == cfg.input.id_col)
     matched_cols, rejected_cols = [], []
@@ -62,7 +66,8 @@ def write_outputs(
         F.col(C.SIMILARITY),
         F.lit(None).cast("string").alias(C.REASON),
         *matched_cols,
-    ).unionByName(
+    )
+    clusters = clusters.unionByName(
         rejected.select(
             F.col(C.DOC_ID).alias(C.ID),
             F.lit(None).cast(id_type).alias(C.CLUSTER_ID),
@@ -73,7 +78,10 @@ def write_outputs(
             *rejected_cols,
         )
     )
-    clusters.orderBy(C.ID).write.mode("overwrite").options(**options).parquet(staged["clusters"])
+    # In order already: the rejected rows' partitions after the assigned ones are empty.
+    in_order = sorted_by_id and not any_rejected and matched is None
+    ordered = clusters if in_order else clusters.orderBy(C.ID)
+    ordered.write.mode("overwrite").options(**options).parquet(staged["clusters"])
     schemas = {"clusters": clusters.schema}
 
     id_col = cfg.input.id_col

@@ -1,4 +1,5 @@
-"""Exact groups' representatives on the driver, against sorting each group in plain Python."""
+"""The survivor policy's order on the driver (exact groups' representatives, components'
+survivors, the guard's ranking), against sorting in plain Python."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from neardup import columns as C
 from neardup.kernels.exact_reps import exact_reps
 from neardup.kernels.policy import SortKey
+from neardup.kernels.policy_order import HeldOrder
 
 
 def _compare(a: dict[str, Any], b: dict[str, Any], keys: list[SortKey]) -> int:
@@ -43,8 +45,7 @@ def _expected(rows: list[dict[str, Any]], keys: list[SortKey]) -> list[int]:
     return want
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-@pytest.mark.parametrize(
+KEYS = pytest.mark.parametrize(
     "keys",
     [
         [SortKey(C.LENGTH, True), SortKey(C.DOC_ID, False)],
@@ -53,10 +54,13 @@ def _expected(rows: list[dict[str, Any]], keys: list[SortKey]) -> list[int]:
     ],
     ids=["longest", "earliest", "priority-then-quality"],
 )
-def test_each_group_is_represented_by_its_best_row(seed: int, keys: list[SortKey]) -> None:
+
+
+def _rows(seed: int, n: int = 600) -> tuple[list[dict[str, Any]], pa.Table]:
+    """Rows with ties and nulls; seed 2: string ids and ranks, with bytes that order unlike
+    code points' UTF-16."""
     rng = random.Random(seed)
-    n = 600
-    strings = seed == 2  # string ids and ranks, with bytes that order unlike code points' UTF-16
+    strings = seed == 2
     ids: list[Any] = rng.sample(range(-5000, 5000), n)
     if strings:
         ids = [f"d{rng.choice(['é', 'z', 'a', '日'])}{i}" for i in ids]
@@ -79,10 +83,39 @@ def test_each_group_is_represented_by_its_best_row(seed: int, keys: list[SortKey
             C.PRIORITY: pa.array([r[C.PRIORITY] for r in rows], pa.int32()),
         }
     )
+    return rows, order
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@KEYS
+def test_each_group_is_represented_by_its_best_row(seed: int, keys: list[SortKey]) -> None:
+    rows, order = _rows(seed)
     got = exact_reps(
         [r["hi"] for r in rows], [r["lo"] for r in rows], order.select([k.column for k in keys]), keys
     )
     assert got.tolist() == _expected(rows, keys)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@KEYS
+def test_held_keys_rank_and_choose_as_a_sort_of_the_rows(seed: int, keys: list[SortKey]) -> None:
+    """A held subset of the rows looked up by id: their order, and each group's best (a
+    survivor per component), against Python's sort of the rows."""
+    rows, order = _rows(seed)
+    held = HeldOrder(order.take(pa.array(range(0, len(rows), 2))), keys)
+    rng = random.Random(seed)
+    asked = rng.sample(rows[::2], 200)
+    ids = np.array([r[C.DOC_ID] for r in asked], dtype=object if seed == 2 else np.int64)
+    by = functools.cmp_to_key(lambda a, b: _compare(a, b, keys))
+    assert held.best_first(ids).tolist() == [r[C.DOC_ID] for r in sorted(asked, key=by)]
+    groups = [rng.randrange(30) for _ in asked]
+    best = {
+        g: min((r for r, h in zip(asked, groups, strict=True) if h == g), key=by)[C.DOC_ID]
+        for g in set(groups)
+    }
+    assert held.best_of_groups(ids, groups).tolist() == [best[g] for g in groups]
+    with pytest.raises(ValueError, match="1 of 2 ids not held"):
+        held.rows(np.array([ids[0], rows[1][C.DOC_ID]], dtype=ids.dtype))
 
 
 def test_rows_alone_represent_themselves() -> None:
