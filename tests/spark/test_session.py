@@ -94,14 +94,20 @@ def test_local_workers_fork_from_the_daemon_that_loaded_the_kernels(spark: Any) 
         import os
 
         import pyarrow as pa
+        import pyspark
 
         with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
             args = f.read().split(b"\0")
         for batch in batches:
-            yield pa.record_batch({"parent": pa.array([args[2].decode()] * len(batch))})
+            n = len(batch)
+            yield pa.record_batch({"parent": [args[2].decode()] * n, "pyspark": [pyspark.__file__] * n})
 
-    got = {r["parent"] for r in spark.range(2, numPartitions=2).mapInArrow(parent, "parent string").collect()}
-    assert got == {pydaemon.MODULE}
+    rows = spark.range(2, numPartitions=2).mapInArrow(parent, "parent string, pyspark string").collect()
+    assert {r["parent"] for r in rows} == {pydaemon.MODULE}
+    # pyspark from the installed package (its bytecode cached), not from Spark's zip of it.
+    import pyspark
+
+    assert {r["pyspark"] for r in rows} == {pyspark.__file__}
     probe = (
         "from neardup.runtime import pydaemon; pydaemon.preload(); "
         "from neardup.kernels import head_jaccard, minhash, textnorm, hashing; "

@@ -23,6 +23,7 @@ from neardup.kernels.bands import candidate_probability
 from neardup.report.summary import BINS, Histogram
 
 COLOR = "#3b6ea5"
+_MARGIN_LEFT, _MARGIN_RIGHT, _MARGIN_TOP, _MARGIN_BOTTOM = 0.95, 0.3, 0.4, 0.55
 MARK = "#c0392b"
 _RC = {
     "svg.fonttype": "path",
@@ -45,7 +46,16 @@ def _style() -> Iterator[None]:
 
 
 def _new(width: float = 7.0, height: float = 3.0) -> tuple[Figure, Axes]:
-    fig = Figure(figsize=(width, height), layout="constrained")
+    """A figure of one axes with fixed margins, in inches: wide enough for every label these
+    charts draw (stage names, seven-digit counts, a rotated axis label). Constrained layout
+    fitted them exactly, but its solver took 0.5 s of the 0.8 s the five charts took."""
+    fig = Figure(figsize=(width, height))
+    fig.subplots_adjust(
+        left=_MARGIN_LEFT / width,
+        right=1 - _MARGIN_RIGHT / width,
+        top=1 - _MARGIN_TOP / height,
+        bottom=_MARGIN_BOTTOM / height,
+    )
     ax: Axes = fig.subplots()
     return fig, ax
 

@@ -12,15 +12,37 @@ pyspark's own daemon stays there.
 
 pyspark's daemon writes its port on stdout, so nothing here may print there; loading that
 fails leaves each worker to load what it calls, as without this module.
+
+Spark puts its own copies of pyspark and py4j first on the workers' PYTHONPATH, as zips
+(SPARK_HOME/python/lib). A zip holds no bytecode, so every daemon compiled pyspark's modules
+from source, and a task that changed sys.path made every worker read the zips' directories
+again (importlib.invalidate_caches): 1-2 s of CPU a run. Where the zips are those of the
+installed pyspark package itself (pip's, SPARK_HOME inside it), they are taken off the path
+and the same modules import from the package, from its cached bytecode.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
 import sys
+from pathlib import Path
 
 # Imported by the driver's session module, so the kernels are imported in `preload` only.
 MODULE = "neardup.runtime.pydaemon"
+
+
+def without_spark_zips(path: list[str]) -> list[str]:
+    """`path` without the zips that hold the same pyspark and py4j as the package installed
+    on the rest of it (zips inside that package's directory), when both import from there."""
+    rest = [p for p in path if not p.endswith(".zip")]
+    spec = importlib.machinery.PathFinder.find_spec("pyspark", rest)
+    if spec is None or not spec.submodule_search_locations:
+        return path
+    if importlib.machinery.PathFinder.find_spec("py4j", rest) is None:
+        return path
+    package = Path(next(iter(spec.submodule_search_locations))).resolve()
+    return [p for p in path if not (p.endswith(".zip") and Path(p).resolve().is_relative_to(package))]
 
 
 def preload() -> None:
@@ -38,6 +60,7 @@ def preload() -> None:
 
 
 if __name__ == "__main__":
+    sys.path[:] = without_spark_zips(sys.path)
     preload()
     from pyspark import daemon
 
