@@ -22,6 +22,7 @@ from neardup import columns as C
 from neardup import config
 from neardup.config import Config
 from neardup.errors import InvariantError
+from neardup.stages import driver_frames
 from neardup.stages.against import cross_edges
 from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
@@ -93,7 +94,7 @@ def test_group_exact_picks_each_group_best_by_policy(spark: Any) -> None:
 
 @pytest.mark.compat
 @pytest.mark.parametrize("ids", ["bigint", "string"])
-def test_exact_groups_on_the_driver_are_the_windows(spark: Any, ids: str) -> None:
+def test_exact_groups_on_the_driver_are_the_windows(spark: Any, ids: str, monkeypatch: Any) -> None:
     """`exact_on_driver` against `group_exact`'s window, policy by policy: ties on length,
     null and non-ASCII ranks (strings order by their UTF-8 bytes in both)."""
     rng = random.Random(7)
@@ -170,6 +171,14 @@ def test_exact_groups_on_the_driver_are_the_windows(spark: Any, ids: str) -> Non
         assigned = assign_on_driver(got.held, got.members, guarded, sizes)
         assert_frames_equal(assigned, assign_members(members, guarded, sizes))
         assert [r[C.DOC_ID] for r in assigned.collect()] == sorted(r[C.DOC_ID] for r in want)
+        # In more than one partition, each holds the ids after the last one's (clusters/ is
+        # written in that order, without a sort).
+        monkeypatch.setattr(driver_frames, "_MIN_PARTITION_ROWS", 50)
+        split = assign_on_driver(got.held, got.members, guarded, sizes)
+        with_part = split.select(F.spark_partition_id().alias("p"), C.DOC_ID)
+        placed = [(r["p"], r[C.DOC_ID]) for r in with_part.collect()]
+        assert len({p for p, _ in placed}) > 1 and sorted(placed) == sorted(placed, key=lambda x: x[1])
+        monkeypatch.undo()
 
 
 def test_a_floating_point_policy_column_is_ordered_by_the_window(spark: Any) -> None:

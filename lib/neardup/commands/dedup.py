@@ -313,8 +313,9 @@ def _exact(r: RunContext, signed: _Signed) -> tuple[_Exact, Counts]:
         and orders_on_driver(signed.frame, r.cfg)
     ):
         got = exact_on_driver(accepted, r.cfg)
-        # Read once, by the write, where the survivors and the guard take the policy keys
-        # the driver holds; else `_survivors` keeps them.
+        # Not kept: where the survivors, the guard and the write take the members the driver
+        # holds, no stage reads the frame; the write's Spark path reads it once, and where
+        # the survivors run in Spark, `_survivors` keeps it.
         members, groups, n_copies = got.members, r.keep(got.groups), len(got.copy_ids)
         copies = F.broadcast(ids_frame(r.spark, got.copy_ids, id_field.dataType))
         held, driver = Held(got.rep_ids, got.band_keys, got.held.rep_rows), got.held

@@ -4,7 +4,8 @@ A cluster's size counts each representative with its exact copies, summed from t
 representatives and the exact groups alone (`cluster_sizes`, `clustered_figures`; within
 the broadcast bound on the driver, `sizes_on_driver`), so the members are read once, at the
 end (`assign_members`): each takes its representative's kept document, and its status
-(unique, kept, exact or near duplicate) follows.
+(unique, kept, exact or near duplicate) follows. Where the exact stage held the members on
+the driver, `assign_on_driver` does the same there and the members frame is not read.
 """
 
 from __future__ import annotations
