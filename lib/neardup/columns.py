@@ -8,6 +8,7 @@ input columns; output columns are the contract (docs/design.md, README).
 DOC_ID = "_id"  # the input id, input type; the node key of every stage
 TEXT = "_text"  # the input text column, renamed
 LENGTH = "_len"  # characters in the original text (survivor policy "longest")
+BYTES = "_bytes"  # UTF-8 bytes of the original text (what texts on the driver are budgeted in)
 RANK = "_rank"  # survivor.column value (policies "earliest" / "quality")
 PRIORITY = "_priority"  # survivor.priority position of the document's value (policy "priority")
 TEXT_HASH = "_thash"  # 128-bit hash of the normalized text, as two int64 columns

@@ -109,6 +109,7 @@ def test_exact_groups_on_the_driver_are_the_windows(spark: Any, ids: str, monkey
                 rng.randrange(30),
                 rng.randrange(3),
                 rng.randrange(4),
+                rng.randrange(100),
                 rank,
                 rng.randrange(3),
                 reference.band_key_bytes(keys),
@@ -116,10 +117,11 @@ def test_exact_groups_on_the_driver_are_the_windows(spark: Any, ids: str, monkey
         )
     schema = (
         f"{C.DOC_ID} {ids}, {C.TEXT_HASH} bigint, {C.TEXT_HASH_LO} bigint, {C.LENGTH} int, "
-        f"{C.RANK} string, {C.PRIORITY} int, {C.BAND_KEYS} binary"
+        f"{C.BYTES} int, {C.RANK} string, {C.PRIORITY} int, {C.BAND_KEYS} binary"
     )
     hashed = spark.createDataFrame(rows, schema).repartition(3)
-    keys_of = {r[0]: r[6] for r in rows}
+    keys_of = {r[0]: r[7] for r in rows}
+    bytes_of = {r[0]: r[4] for r in rows}
     policies = [
         [],
         ["survivor.policy=earliest", "survivor.column=r"],
@@ -145,6 +147,12 @@ def test_exact_groups_on_the_driver_are_the_windows(spark: Any, ids: str, monkey
         assert sorted(reps) == sorted(r[C.DOC_ID] for r in want if r[C.REP] == r[C.DOC_ID])
         held = [got.band_keys[row].astype("<i8").tobytes() for row in got.held.rep_rows]
         assert held == [keys_of[doc] for doc in reps]
+        # The texts' bytes of any representatives; None where one is not held.
+        some = rng.sample(reps, min(40, len(reps)))
+        asked_ids = np.array(some, dtype=np.int64 if ids == "bigint" else object)
+        assert got.held.text_bytes(asked_ids) == sum(bytes_of[doc] for doc in some)
+        copy = got.copy_ids[:1]
+        assert len(copy) == 1 and got.held.text_bytes(np.concatenate([asked_ids, copy])) is None
         # The held policy keys: survivors of components and the guard's ranking, against
         # the Spark aggregation and sort (of about 80 representatives, 60 in 8 components).
         nodes = rng.sample(reps, min(60, len(reps)))

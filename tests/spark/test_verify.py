@@ -123,10 +123,14 @@ def test_driver_scoring_scores_as_verification_does(
     spark_rows = verify_pairs(cand, docs, docs, sign_params(cfg), "exact", t).collect()
     assert pairs == {(r["src"], r["dst"]): r["similarity"] for r in spark_rows}
 
-    # The characters counted from (_id, _len), as dedup passes the signed rows.
-    lengths = spark.createDataFrame([(i, len(x)) for i, x in texts.items()], "_id string, _len int")
-    by_lengths = driver_scoring.prefetcher(docs, sign_params(cfg), t, lengths)(ids, None)
-    assert by_lengths is not None and by_lengths(src, dst) is not None
+    # The bytes summed from (_id, _bytes), as dedup passes the signed rows where the driver
+    # holds none.
+    sizes = spark.createDataFrame([(i, len(x.encode())) for i, x in texts.items()], "_id string, _bytes int")
+    measured = driver_scoring.frame_sizes(sizes)
+    assert measured(ids) == sum(len(texts[i].encode("utf-8")) for i in ids)
+    assert measured(np.array([*ids, "zz-none"], dtype=object)) is None
+    by_sizes = driver_scoring.prefetcher(docs, sign_params(cfg), t, measured)(ids)
+    assert by_sizes is not None and by_sizes(src, dst) is not None
     # A document whose text is not found: Spark's scoring decides, as it would.
     assert (
         driver_scoring.DriverScorer.collect(docs, np.array([*ids, "zz-none"], dtype=object), sign_params(cfg))
@@ -137,8 +141,9 @@ def test_driver_scoring_scores_as_verification_does(
     assert scorer.score(src, dst, t) is None
     monkeypatch.setattr(driver_scoring, "TEXT_BUDGET", 100)
     assert driver_scoring.DriverScorer.collect(docs, ids, sign_params(cfg)) is None
-    # Characters that decide the budget spare the sum; 100 characters are at most 400 bytes.
-    assert driver_scoring.DriverScorer.collect(docs, ids, sign_params(cfg), chars=101) is None
+    # Known sizes decide the budget without a sum.
+    assert driver_scoring.DriverScorer.collect(docs, ids, sign_params(cfg), size=101) is None
+    assert driver_scoring.DriverScorer.collect(docs, ids, sign_params(cfg), size=100) is not None
 
 
 def _typed(key: str, id_type: str) -> Any:

@@ -101,6 +101,7 @@ def test_sign_batch_matches_the_reference(rows_per_batch: int) -> None:
         C.TEXT_HASH_LO,
         C.REASON,
         C.LENGTH,
+        C.BYTES,
         C.RANK,
         C.BAND_KEYS,
         C.SIG,
@@ -114,6 +115,8 @@ def test_sign_batch_matches_the_reference(rows_per_batch: int) -> None:
             want["len"],
             want["bands"],
         ), text
+        # UTF-8 bytes, not characters: the texts include accented letters and Japanese.
+        assert row[C.BYTES] == (0 if text is None else len(text.encode("utf-8"))), text
         if text is not None:
             assert (row[C.TEXT_HASH], row[C.TEXT_HASH_LO]) == (want["thash"], want["thash_lo"])
         assert (row[C.SIG] is None) == (want["bands"] is None)

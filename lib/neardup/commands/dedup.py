@@ -53,7 +53,7 @@ from neardup.harness import (
     read_stage,
 )
 from neardup.kernels.bands import s_curve
-from neardup.kernels.signatures import BAND_KEYS_FORMAT, SignParams
+from neardup.kernels.signatures import BAND_KEYS_FORMAT, SIGNED_COLUMNS, SignParams
 from neardup.report import check_renderer
 from neardup.report.summary import Summary
 from neardup.runtime.indexstore import check_id_type
@@ -82,7 +82,7 @@ from neardup.stages.candidates import (
 from neardup.stages.check import check_outputs
 from neardup.stages.components import connected_components
 from neardup.stages.driver_frames import DRIVER_ID_TYPES, ids_frame
-from neardup.stages.driver_scoring import Prefetch, prefetcher
+from neardup.stages.driver_scoring import Prefetch, frame_sizes, prefetcher
 from neardup.stages.exact import (
     HELD_BYTES,
     HeldMembers,
@@ -172,10 +172,11 @@ def fingerprints(
     change upstream changes everything downstream.
 
     signatures: the input files (names, sizes, modification times) or the table name, the
-    id and text columns, the signing parameters, the band keys' format (signatures kept by
-    an earlier release are not read as this one's), whether signatures are kept (signature
-    verification), and the survivor policy (signatures carry its column, and candidates
-    are drawn between exact groups' representatives, which the policy picks).
+    id and text columns, the signing parameters, the band keys' format and the signed
+    columns (signatures kept by an earlier release are not read as this one's), whether
+    signatures are kept (signature verification), and the survivor policy (signatures carry
+    its column, and candidates are drawn between exact groups' representatives, which the
+    policy picks).
     candidates: + lsh.all_pairs_up_to and the rule for a document's star edges.
     edges: + the verification method and threshold.
     stars: + lsh.star_rounds and the rule that picks a further centre.
@@ -189,6 +190,7 @@ def fingerprints(
             "columns": [cfg.input.id_col, cfg.input.text_col],
             "sign": asdict(params),
             "band_keys": BAND_KEYS_FORMAT,
+            "signed_columns": SIGNED_COLUMNS,
             "signatures_kept": cfg.verify.method == "signature",
             "survivor": asdict(cfg.survivor),
         }
@@ -232,7 +234,9 @@ def run(spark: SparkSession, cfg: Config, input_path: str, output: str, against:
         edges = r.stage("verify", count(pairs, "candidates"), _verify, fps, scoring, candidates)
         components = r.stage("components", count(edges.rows, "edges"), _components, edges)
         stars = count(candidates.stars, "star edges")
-        edges, components = r.stage("stars", stars, _stars, fps, scoring, candidates, edges, components)
+        edges, components = r.stage(
+            "stars", stars, _stars, fps, scoring, exact, candidates, edges, components
+        )
         chosen = r.stage("survivors", count(edges.rows, "edges"), _survivors, exact, edges, components, found)
         guarded = r.stage("guard", count(chosen.rows, "clustered"), _guard, scoring, exact, edges, chosen)
         written = f"{guarded.kept:,} kept / {signed.signed - guarded.kept:,} removed"
@@ -533,6 +537,7 @@ def _stars(
     r: RunContext,
     fps: Fingerprints,
     scoring: _Scoring,
+    exact: _Exact,
     candidates: _Candidates,
     edges: _Edges,
     components: DataFrame,
@@ -556,7 +561,7 @@ def _stars(
             keep=r.keep,
             # A member row per star edge and centre: at most two per star edge.
             on_driver=broadcastable(2 * candidates.stars),
-            prefetch=_prefetch(r, scoring, edges.texts, r.cfg.verify_threshold),
+            prefetch=_prefetch(r, scoring, exact, edges.texts, r.cfg.verify_threshold),
         )
         figures.update(star_rounds=found.rounds, star_pairs=found.pairs, stars_split=found.split)
         return found.edges
@@ -571,14 +576,19 @@ def _stars(
     return (_Edges(union, edges.rows + n, edges.texts), labels), figures
 
 
-def _prefetch(r: RunContext, scoring: _Scoring, texts: DataFrame | None, threshold: float) -> Prefetch | None:
+def _prefetch(
+    r: RunContext, scoring: _Scoring, exact: _Exact, texts: DataFrame | None, threshold: float
+) -> Prefetch | None:
     """For exact verification: ids -> their texts collected on the driver, to score their
     pairs there at `threshold` (stages/driver_scoring.py), from the texts `_verified` and the
-    guard score from; their characters from the signed rows."""
+    guard score from; their bytes as they were signed: from the rows the exact stage holds
+    on the driver, where it does (no job), else summed from the signed rows."""
     if r.cfg.verify.method != "exact":
         return None
     docs = texts if texts is not None else scoring.sources()[0]
-    return prefetcher(docs, scoring.inp.params, threshold, scoring.signed.frame)
+    held = exact.driver
+    sizes = held.text_bytes if held is not None else frame_sizes(scoring.signed.frame)
+    return prefetcher(docs, scoring.inp.params, threshold, sizes)
 
 
 @dataclass(frozen=True)
@@ -724,7 +734,7 @@ def _guard(
             on_driver=broadcastable(chosen.rows) and small and small_index,
             ranking=_ranking(r, exact, chosen),
             # Every pair, whatever its score, as `score` has them.
-            prefetch=_prefetch(r, scoring, edges.texts, 0.0),
+            prefetch=_prefetch(r, scoring, exact, edges.texts, 0.0),
         )
     # Kept before the sizes are summed from it: write reads it again. Summing fills it, so
     # the texts the rounds scored from are read no more (nor by any later stage:

@@ -21,6 +21,9 @@ from neardup.kernels.textnorm import normalize
 REASON_NULL = "null text"
 # How `_bands` holds a row's band keys (`band_keys_of`); in the signatures' fingerprint.
 BAND_KEYS_FORMAT = "binary, little-endian int64 per band"
+# `sign_batch`'s columns, also in the signatures' fingerprint: signatures an earlier release
+# kept under _work/ with other columns are not read as this one's.
+SIGNED_COLUMNS = "_id, _thash, _thash_lo, reason, _len, _bytes, *carried, _bands[, _sig]"
 REASON_EMPTY = "empty text after normalization"
 
 
@@ -59,7 +62,7 @@ def text_signatures(norm: pa.Array, p: SignParams) -> np.ndarray:
 
 
 def sign_batch(batch: pa.RecordBatch, p: SignParams, keep_signatures: bool) -> pa.RecordBatch:
-    """(_id, _text, *carried) -> (_id, _thash, _thash_lo, reason, _len, *carried, _bands[, _sig]).
+    """(_id, _text, *carried) -> (_id, _thash, _thash_lo, reason, _len, _bytes, *carried, _bands[, _sig]).
 
     `carried` are the batch's other columns (the survivor policy's: `_rank`, and
     `_priority` under priority), passed through unchanged in their order.
@@ -67,8 +70,9 @@ def sign_batch(batch: pa.RecordBatch, p: SignParams, keep_signatures: bool) -> p
     `reason` is "null text" or "empty text after normalization" for a row that cannot be
     signed (its `_bands` and `_sig` are null: nothing may band with it), else null.
     `_len` counts the code points of the original text (0 when null), as Spark's `length`
-    would. `_bands` holds `bands` little-endian int64 keys (`band_keys_of`); `_sig` is
-    num_perm little-endian uint32 slots.
+    would; `_bytes` its UTF-8 bytes (0 when null), which budget texts collected to the
+    driver (stages/driver_scoring.py) without a job to measure them. `_bands` holds `bands`
+    little-endian int64 keys (`band_keys_of`); `_sig` is num_perm little-endian uint32 slots.
     """
     n = len(batch)
     carried = [name for name in batch.schema.names if name not in (C.DOC_ID, C.TEXT)]
@@ -78,6 +82,7 @@ def sign_batch(batch: pa.RecordBatch, p: SignParams, keep_signatures: bool) -> p
     empty = pc.equal(pc.binary_length(norm), 0)
     reason = pc.if_else(is_null, REASON_NULL, pc.if_else(empty, REASON_EMPTY, pa.scalar(None, pa.string())))
     length = pc.fill_null(pc.utf8_length(text), 0).cast(pa.int32())
+    size = pc.fill_null(pc.binary_length(text), 0).cast(pa.int32())
     h = text_hash128(norm)
     sigs = text_signatures(norm, p)
     keys = band_keys(sigs, p.bands, p.rows, p.seed)
@@ -94,10 +99,11 @@ def sign_batch(batch: pa.RecordBatch, p: SignParams, keep_signatures: bool) -> p
         pa.array(h[:, 1], pa.int64()),
         reason,
         length,
+        size,
         *(batch.column(name) for name in carried),
         key_col,
     ]
-    names = [C.DOC_ID, C.TEXT_HASH, C.TEXT_HASH_LO, C.REASON, C.LENGTH, *carried, C.BAND_KEYS]
+    names = [C.DOC_ID, C.TEXT_HASH, C.TEXT_HASH_LO, C.REASON, C.LENGTH, C.BYTES, *carried, C.BAND_KEYS]
     if keep_signatures:
         sig_col = pa.FixedSizeBinaryArray.from_buffers(
             pa.binary(4 * p.num_perm), n, [valid, pa.py_buffer(sigs.astype("<u4", copy=False).tobytes())]

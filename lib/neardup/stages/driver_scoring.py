@@ -4,7 +4,8 @@ A stage that scores pairs round after round among a known set of documents (the 
 stars' members, the guard's clustered documents) pays two or three Spark jobs a round for
 exact verification: the texts routed to their groups, then scored. Where those documents'
 texts fit a budget in bytes, `DriverScorer.collect` brings them to the driver in one job
-(two where their characters do not settle the budget: their bytes are summed first), and
+(their bytes counted when they were signed, `Sizes`; two where they are not known, an
+indexed document's: their bytes are summed first), and
 every later round scores on the driver with the same kernel and the same grouping as
 stages/verify.py (a group per source, its row first, then its destinations by id), so the
 similarities are the same to the bit. Larger sets, and a document whose text is not found,
@@ -34,7 +35,7 @@ BATCH_BYTES = 16 << 20
 # The rows of one scoring on the driver, in bytes: past this, two cores in Spark are faster
 # than the driver's one thread, whatever the jobs cost (the caller scores in Spark).
 SCORE_BYTES = 64 << 20
-# More documents than this are not tried (no job counts their characters): at 1 KB a
+# More documents than this are not tried (their sizes are not even looked up): at 1 KB a
 # document they would fill TEXT_BUDGET.
 MAX_DOCS = TEXT_BUDGET >> 10
 
@@ -50,18 +51,17 @@ class DriverScorer:
 
     @classmethod
     def collect(
-        cls, docs: DataFrame, ids: np.ndarray, params: SignParams, chars: int | None = None
+        cls, docs: DataFrame, ids: np.ndarray, params: SignParams, size: int | None = None
     ) -> DriverScorer | None:
         """The texts of `ids` (distinct, of the frame's id type) from docs (_id, _text), or
-        None where they exceed TEXT_BUDGET bytes: one job sums their sizes, one collects.
-        `chars`, their characters where the caller knows them, spares the sum where they
-        decide it (UTF-8 takes 1 to 4 bytes a character)."""
-        if chars is not None and chars > TEXT_BUDGET:
+        None where they exceed TEXT_BUDGET bytes: one job collects them. `size`, their UTF-8
+        bytes where the caller knows them; otherwise one job sums them first."""
+        if size is not None and size > TEXT_BUDGET:
             return None
         id_type = docs.schema[C.DOC_ID].dataType
         wanted = ids_frame(docs.sparkSession, ids, id_type)
         mine = docs.select(C.DOC_ID, C.TEXT).join(F.broadcast(wanted), C.DOC_ID)
-        if chars is None or 4 * chars > TEXT_BUDGET:
+        if size is None:
             row = mine.agg(F.sum(F.octet_length(C.TEXT)).alias("bytes")).first()
             if row is None or (row["bytes"] or 0) > TEXT_BUDGET:
                 return None
@@ -130,39 +130,42 @@ class DriverScorer:
 # (src, dst) pairs -> {src, dst, similarity} of those at the caller's threshold, or None
 # where the caller should score them in Spark.
 PairScorer = Callable[[np.ndarray, np.ndarray], dict[str, np.ndarray] | None]
-# Ids (and their characters where known) -> a PairScorer from their texts on the driver,
-# or None where the texts exceed the budget.
-Prefetch = Callable[[np.ndarray, int | None], PairScorer | None]
+# Ids -> a PairScorer from their texts on the driver, or None where the texts exceed the
+# budget.
+Prefetch = Callable[[np.ndarray], PairScorer | None]
+# Ids -> the UTF-8 bytes of their texts, or None where one is not known.
+Sizes = Callable[[np.ndarray], int | None]
 
 
-def prefetcher(
-    docs: DataFrame, params: SignParams, threshold: float, lengths: DataFrame | None = None
-) -> Prefetch:
-    """A `Prefetch` of texts from docs (_id, _text), scoring at `threshold`. `lengths`
-    (_id, _len: characters), where the caller has them, count the ids' characters when the
-    caller does not (a scan of two narrow columns, not of the texts)."""
+def prefetcher(docs: DataFrame, params: SignParams, threshold: float, sizes: Sizes | None = None) -> Prefetch:
+    """A `Prefetch` of texts from docs (_id, _text), scoring at `threshold`; `sizes`, where
+    the caller has them, measure the texts before any is read (`held_sizes`, `frame_sizes`)."""
 
-    def prefetch(ids: np.ndarray, chars: int | None = None) -> PairScorer | None:
+    def prefetch(ids: np.ndarray) -> PairScorer | None:
         if len(ids) > MAX_DOCS:
             return None
-        if chars is None and lengths is not None:
-            chars = _chars(lengths, ids)
-        scorer = DriverScorer.collect(docs, ids, params, chars)
+        size = sizes(ids) if sizes is not None else None
+        scorer = DriverScorer.collect(docs, ids, params, size)
         return None if scorer is None else partial(scorer.score, threshold=threshold)
 
     return prefetch
 
 
-def _chars(lengths: DataFrame, ids: np.ndarray) -> int | None:
-    """The characters of `ids` in lengths (_id, _len); None where one is missing."""
-    id_type = lengths.schema[C.DOC_ID].dataType
-    wanted = ids_frame(lengths.sparkSession, ids, id_type)
-    row = (
-        lengths.select(C.DOC_ID, C.LENGTH)
-        .join(F.broadcast(wanted), C.DOC_ID)
-        .agg(F.count(C.LENGTH).alias("n"), F.sum(C.LENGTH).alias("chars"))
-        .first()
-    )
-    if row is None or int(row["n"]) != len(ids):
-        return None
-    return int(row["chars"] or 0)
+def frame_sizes(signed: DataFrame) -> Sizes:
+    """`Sizes` from the signed rows (_id, _bytes): one job over two narrow columns, not the
+    texts."""
+
+    def sizes(ids: np.ndarray) -> int | None:
+        id_type = signed.schema[C.DOC_ID].dataType
+        wanted = ids_frame(signed.sparkSession, ids, id_type)
+        row = (
+            signed.select(C.DOC_ID, C.BYTES)
+            .join(F.broadcast(wanted), C.DOC_ID)
+            .agg(F.count(C.BYTES).alias("n"), F.sum(C.BYTES).alias("bytes"))
+            .first()
+        )
+        if row is None or int(row["n"]) != len(ids):
+            return None
+        return int(row["bytes"] or 0)
+
+    return sizes

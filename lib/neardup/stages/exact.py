@@ -33,8 +33,9 @@ from neardup.stages.survivor_order import survivor_columns
 # ordered by the window.
 _DRIVER_ORDER_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType)
 # What `exact_on_driver` collects a document besides its id and band keys: two hashes,
-# the length, and survivor.column's value (a string's taken to be this long).
-HELD_BYTES = 8 + 8 + 4 + 64
+# the length in characters and in bytes, and survivor.column's value (a string's taken to
+# be this long).
+HELD_BYTES = 8 + 8 + 4 + 4 + 64
 
 
 def group_exact(hashed: DataFrame, cfg: Config) -> DataFrame:
@@ -81,10 +82,20 @@ class HeldMembers:
     rep: np.ndarray  # each one's representative's row
     rep_rows: np.ndarray  # the representatives' rows
     order: HeldOrder  # the representatives' policy keys, a row per one of `rep_rows`
+    sizes: np.ndarray  # every signed document's text in UTF-8 bytes (int64)
 
     def rows(self, ids: np.ndarray) -> np.ndarray:
         """The rows of representatives' `ids` (each must be one)."""
         return self.rep_rows[self.order.rows(ids)]
+
+    def text_bytes(self, ids: np.ndarray) -> int | None:
+        """The UTF-8 bytes of the texts of `ids`, or None where one is not a representative
+        held here (an indexed document of a --against run)."""
+        try:
+            rows = self.rows(ids)
+        except ValueError:
+            return None
+        return int(self.sizes[rows].sum())
 
 
 @dataclass(frozen=True)
@@ -110,7 +121,7 @@ def exact_on_driver(accepted: DataFrame, cfg: Config) -> HeldExact:
     carried = list(carried_columns(cfg.survivor.policy))
     keys = _order(cfg)
     table = collect_table(
-        accepted.select(C.DOC_ID, C.TEXT_HASH, C.TEXT_HASH_LO, C.LENGTH, *carried, C.BAND_KEYS)
+        accepted.select(C.DOC_ID, C.TEXT_HASH, C.TEXT_HASH_LO, C.LENGTH, C.BYTES, *carried, C.BAND_KEYS)
     )
     order = table.select([k.column for k in keys])
     hi, lo = table.column(C.TEXT_HASH).to_numpy(), table.column(C.TEXT_HASH_LO).to_numpy()
@@ -149,5 +160,11 @@ def exact_on_driver(accepted: DataFrame, cfg: Config) -> HeldExact:
         ids.filter(pa.array(copy)).to_numpy(zero_copy_only=False),
         ids.take(pa.array(kept)),
         band_keys,
-        HeldMembers(ids, rep, kept, HeldOrder(order.take(pa.array(kept)), keys)),
+        HeldMembers(
+            ids,
+            rep,
+            kept,
+            HeldOrder(order.take(pa.array(kept)), keys),
+            table.column(C.BYTES).to_numpy().astype(np.int64),
+        ),
     )

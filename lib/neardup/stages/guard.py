@@ -244,7 +244,7 @@ def _guard_on_driver(
     src, dst = src[inside], dst[inside]
     index = EdgeIndex(src, dst, e[C.SIMILARITY][inside], n)
     # Every pair the guard scores is of clustered documents: their texts, if they fit.
-    local = prefetch(ids, None) if prefetch is not None else None
+    local = prefetch(ids) if prefetch is not None else None
     # Where they do not, the texts of the first scoring's documents, when it asks for them:
     # every later round scores that round's failing documents again, among themselves and
     # with their clusters' kept ones, and so does the nearest step, so one collect usually
@@ -262,7 +262,7 @@ def _guard_on_driver(
             if fetched.get("refused"):
                 return None  # over the budget once: not tried again, each try costs a job
             want = needed if held is None else np.union1d(held, needed)
-            scorer = prefetch(want, None)
+            scorer = prefetch(want)
             if scorer is None:
                 fetched["refused"] = True  # what was collected still serves what it holds
                 return None

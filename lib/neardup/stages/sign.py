@@ -49,7 +49,7 @@ def sign_documents(docs: DataFrame, params: SignParams, keep_signatures: bool = 
     """docs (_id, _text, *carried: `_rank`, and `_priority` under survivor.policy
     priority), every row ->
     (_id, _thash: long, _thash_lo: long, reason: string, _len: int (characters of the
-     original text, 0 when null), *carried unchanged,
+     original text, 0 when null), _bytes: int (its UTF-8 bytes, 0 when null), *carried unchanged,
      _bands: binary of `bands` little-endian int64 keys[, _sig: binary of num_perm
      little-endian uint32]).
 
@@ -68,6 +68,7 @@ def sign_documents(docs: DataFrame, params: SignParams, keep_signatures: bool = 
             T.StructField(C.TEXT_HASH_LO, T.LongType(), False),
             T.StructField(C.REASON, T.StringType(), True),
             T.StructField(C.LENGTH, T.IntegerType(), False),
+            T.StructField(C.BYTES, T.IntegerType(), False),
             *(fields[name] for name in carried),
             T.StructField(C.BAND_KEYS, T.BinaryType(), True),
         ]

@@ -289,7 +289,7 @@ def _driver_rounds(
         codes[:n].astype(np.int64), codes[n:].astype(np.int64), label_codes.astype(np.int64), by_round
     )
     centre_rows = groups.first_centres()
-    local = prefetch(ids, None) if prefetch is not None else None
+    local = prefetch(ids) if prefetch is not None else None
     pair_schema = T.StructType([T.StructField(C.SRC, id_type, False), T.StructField(C.DST, id_type, False)])
     src: list[np.ndarray] = []
     dst: list[np.ndarray] = []
