@@ -8,7 +8,6 @@ input columns; output columns are the contract (docs/design.md, README).
 DOC_ID = "_id"  # the input id, input type; the node key of every stage
 TEXT = "_text"  # the input text column, renamed
 LENGTH = "_len"  # characters in the original text (survivor policy "longest")
-BYTES = "_bytes"  # UTF-8 bytes of the original text (what texts on the driver are budgeted in)
 RANK = "_rank"  # survivor.column value (policies "earliest" / "quality")
 PRIORITY = "_priority"  # survivor.priority position of the document's value (policy "priority")
 TEXT_HASH = "_thash"  # 128-bit hash of the normalized text, as two int64 columns
@@ -31,7 +30,9 @@ REP = "_rep"  # exact-duplicate representative of a document
 COPIES = "_copies"  # exact copies of a representative (its group's size - 1)
 KEPT_ID = "_kept_id"
 SAMPLE_KEY = "_sample_key"  # tune: the MinHash value that orders documents into the sample
-BYTES = "_bytes"  # tune: UTF-8 bytes of a document's text
+# UTF-8 bytes of a document's text: in the signed rows (what texts collected to the driver
+# are budgeted in) and tune's sample
+BYTES = "_bytes"
 FROM_INDEX = "_from_index"  # dedup --against: a node is an indexed document (kept before any other)
 DOC_NO = "_n"  # the index: a document's number within its segment (band-key rows point to it)
 SEGMENT = "_seg"  # the index: a segment's position in the manifest

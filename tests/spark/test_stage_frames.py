@@ -37,6 +37,8 @@ from neardup.stages.membership import (
     clustered_on_driver,
     sizes_on_driver,
 )
+from neardup.stages.read import documents
+from neardup.stages.sign import sign_documents, sign_params
 from neardup.stages.survivors import choose_survivors, survivor_ranking, survivors_on_driver
 from neardup_testkit import reference
 
@@ -93,6 +95,25 @@ def test_group_exact_picks_each_group_best_by_policy(spark: Any) -> None:
 
 
 @pytest.mark.compat
+def test_signed_rows_measure_each_text_as_spark_does(spark: Any) -> None:
+    """The signing stage's `_len` and `_bytes` (Arrow's, in the Python workers) are Spark's
+    own `length` and `octet_length` of the text, null text 0: the survivor policy's length
+    and the driver's text budget, through the stage's real schema."""
+    texts = ["plain ascii words here", "Ünïcödé and 日本語 and 🙂 emoji", None, "   ", "é" * 300]
+    cfg = config.load()
+    df = spark.createDataFrame(list(enumerate(texts)), "id bigint, text string").repartition(2)
+    signed = sign_documents(documents(df, cfg), sign_params(cfg), keep_signatures=False)
+    rows = signed.select(C.DOC_ID, C.LENGTH, C.BYTES).collect()
+    got = {r[C.DOC_ID]: (r[C.LENGTH], r[C.BYTES]) for r in rows}
+    want = df.select(
+        "id",
+        F.coalesce(F.length("text"), F.lit(0)).alias("chars"),
+        F.coalesce(F.octet_length("text"), F.lit(0)).alias("bytes"),
+    ).collect()
+    assert got == {r["id"]: (r["chars"], r["bytes"]) for r in want}
+    assert got[1][1] > got[1][0] and got[4] == (300, 600)
+
+
 @pytest.mark.parametrize("ids", ["bigint", "string"])
 def test_exact_groups_on_the_driver_are_the_windows(spark: Any, ids: str, monkeypatch: Any) -> None:
     """`exact_on_driver` against `group_exact`'s window, policy by policy: ties on length,
@@ -151,6 +172,9 @@ def test_exact_groups_on_the_driver_are_the_windows(spark: Any, ids: str, monkey
         some = rng.sample(reps, min(40, len(reps)))
         asked_ids = np.array(some, dtype=np.int64 if ids == "bigint" else object)
         assert got.held.text_bytes(asked_ids) == sum(bytes_of[doc] for doc in some)
+        assert [got.held.text_bytes(asked_ids[i : i + 1]) for i in range(len(some))] == [
+            bytes_of[doc] for doc in some
+        ]
         copy = got.copy_ids[:1]
         assert len(copy) == 1 and got.held.text_bytes(np.concatenate([asked_ids, copy])) is None
         # The held policy keys: survivors of components and the guard's ranking, against

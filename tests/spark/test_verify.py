@@ -9,7 +9,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pyspark.sql import functions as F
 
+from neardup import columns as C
 from neardup import config
 from neardup.stages import driver_scoring, verify
 from neardup.stages.sign import sign_params
@@ -141,8 +143,10 @@ def test_driver_scoring_scores_as_verification_does(
     assert scorer.score(src, dst, t) is None
     monkeypatch.setattr(driver_scoring, "TEXT_BUDGET", 100)
     assert driver_scoring.DriverScorer.collect(docs, ids, sign_params(cfg)) is None
-    # Known sizes decide the budget without a sum.
-    assert driver_scoring.DriverScorer.collect(docs, ids, sign_params(cfg), size=101) is None
+    # Known sizes decide the budget without a job: texts that fail when read are never read.
+    boom = docs.withColumn(C.TEXT, F.udf(lambda t: str(1 // 0), "string")(C.TEXT))
+    assert driver_scoring.DriverScorer.collect(boom, ids, sign_params(cfg), size=101) is None
+    assert driver_scoring.prefetcher(boom, sign_params(cfg), t, lambda _: 101)(ids) is None
     assert driver_scoring.DriverScorer.collect(docs, ids, sign_params(cfg), size=100) is not None
 
 

@@ -116,6 +116,9 @@ def test_held_keys_rank_and_choose_as_a_sort_of_the_rows(seed: int, keys: list[S
     assert held.best_of_groups(ids, groups).tolist() == [best[g] for g in groups]
     with pytest.raises(ValueError, match="1 of 2 ids not held"):
         held.rows(np.array([ids[0], rows[1][C.DOC_ID]], dtype=ids.dtype))
+    # Nothing held: every id asked for is missing (not an index error).
+    with pytest.raises(ValueError, match="2 of 2 ids not held"):
+        HeldOrder(order.slice(0, 0), keys).rows(ids[:2])
 
 
 def test_rows_alone_represent_themselves() -> None:

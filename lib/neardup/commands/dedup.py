@@ -301,7 +301,8 @@ class _Exact:
     copies: int  # exact duplicates (members that are not their group's representative)
     rejected_rows: int
     held: Held | None = None  # the representatives' ids and band keys, where on the driver
-    driver: HeldMembers | None = None  # the members' ids, representatives and policy keys
+    # The members' ids and representatives, the representatives' policy keys and texts' bytes
+    driver: HeldMembers | None = None
 
 
 def _exact(r: RunContext, signed: _Signed) -> tuple[_Exact, Counts]:

@@ -68,7 +68,7 @@ class HeldOrder:
         if self._integers:
             place = np.minimum(np.searchsorted(self._sorted, ids), max(len(self._sorted) - 1, 0))
             found = self._sorted[place] == ids if len(self._sorted) else np.zeros(len(ids), bool)
-            rows = self._by_id[place]
+            rows = self._by_id[place] if len(self._sorted) else place
         else:
             at = pc.index_in(pa.array(ids, self._ids.type), value_set=self._ids)
             found = at.is_valid().to_numpy(zero_copy_only=False)

@@ -21,9 +21,11 @@ from neardup.kernels.textnorm import normalize
 REASON_NULL = "null text"
 # How `_bands` holds a row's band keys (`band_keys_of`); in the signatures' fingerprint.
 BAND_KEYS_FORMAT = "binary, little-endian int64 per band"
-# `sign_batch`'s columns, also in the signatures' fingerprint: signatures an earlier release
-# kept under _work/ with other columns are not read as this one's.
-SIGNED_COLUMNS = "_id, _thash, _thash_lo, reason, _len, _bytes, *carried, _bands[, _sig]"
+# `sign_batch`'s first columns (the survivor policy's carried ones, then `_bands` and, where
+# kept, `_sig` follow); in the signatures' fingerprint as SIGNED_COLUMNS, so signatures an
+# earlier release kept under _work/ with other columns are not read as this one's.
+SIGNED = (C.DOC_ID, C.TEXT_HASH, C.TEXT_HASH_LO, C.REASON, C.LENGTH, C.BYTES)
+SIGNED_COLUMNS = ", ".join([*SIGNED, "*carried", C.BAND_KEYS, f"[{C.SIG}]"])
 REASON_EMPTY = "empty text after normalization"
 
 
@@ -103,7 +105,7 @@ def sign_batch(batch: pa.RecordBatch, p: SignParams, keep_signatures: bool) -> p
         *(batch.column(name) for name in carried),
         key_col,
     ]
-    names = [C.DOC_ID, C.TEXT_HASH, C.TEXT_HASH_LO, C.REASON, C.LENGTH, C.BYTES, *carried, C.BAND_KEYS]
+    names = [*SIGNED, *carried, C.BAND_KEYS]
     if keep_signatures:
         sig_col = pa.FixedSizeBinaryArray.from_buffers(
             pa.binary(4 * p.num_perm), n, [valid, pa.py_buffer(sigs.astype("<u4", copy=False).tobytes())]

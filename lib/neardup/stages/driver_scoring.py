@@ -139,7 +139,8 @@ Sizes = Callable[[np.ndarray], int | None]
 
 def prefetcher(docs: DataFrame, params: SignParams, threshold: float, sizes: Sizes | None = None) -> Prefetch:
     """A `Prefetch` of texts from docs (_id, _text), scoring at `threshold`; `sizes`, where
-    the caller has them, measure the texts before any is read (`held_sizes`, `frame_sizes`)."""
+    the caller has them, measure the texts before any is read (`HeldMembers.text_bytes`,
+    `frame_sizes`)."""
 
     def prefetch(ids: np.ndarray) -> PairScorer | None:
         if len(ids) > MAX_DOCS:

@@ -76,13 +76,14 @@ def orders_on_driver(signed: DataFrame, cfg: Config) -> bool:
 @dataclass(frozen=True)
 class HeldMembers:
     """The signed documents as the exact stage collected them on the driver: what the
-    survivors, the guard and the write take there instead of the members frame."""
+    survivors, the guard's ranking and the write take there instead of the members frame,
+    and the sizes of the texts the guard and the star rounds collect to the driver."""
 
     ids: pa.Array  # every signed document's id
     rep: np.ndarray  # each one's representative's row
     rep_rows: np.ndarray  # the representatives' rows
     order: HeldOrder  # the representatives' policy keys, a row per one of `rep_rows`
-    sizes: np.ndarray  # every signed document's text in UTF-8 bytes (int64)
+    sizes: np.ndarray  # the representatives' texts in UTF-8 bytes, a row per one of `rep_rows`
 
     def rows(self, ids: np.ndarray) -> np.ndarray:
         """The rows of representatives' `ids` (each must be one)."""
@@ -92,10 +93,10 @@ class HeldMembers:
         """The UTF-8 bytes of the texts of `ids`, or None where one is not a representative
         held here (an indexed document of a --against run)."""
         try:
-            rows = self.rows(ids)
+            rows = self.order.rows(ids)
         except ValueError:
             return None
-        return int(self.sizes[rows].sum())
+        return int(self.sizes[rows].sum(dtype=np.int64))
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ class HeldExact:
     copy_ids: np.ndarray  # the exact copies' ids
     rep_ids: pa.Array  # the representatives' ids
     band_keys: np.ndarray  # (documents, bands): every collected document's keys
-    held: HeldMembers  # the representatives' rows (of `band_keys` too) and policy keys
+    held: HeldMembers  # the representatives' rows (of `band_keys` too), policy keys and sizes
 
 
 def exact_on_driver(accepted: DataFrame, cfg: Config) -> HeldExact:
@@ -117,7 +118,8 @@ def exact_on_driver(accepted: DataFrame, cfg: Config) -> HeldExact:
     returned RDD-backed. For at most the broadcast bound's documents whose policy keys
     `orders_on_driver`; the band keys stay for the candidates (`candidates.candidate_edges`'
     `held`), so they are not collected twice, and the representatives' policy keys for the
-    survivors, the guard and the write (`HeldMembers`)."""
+    survivors, the guard's ranking and the write, and their texts' bytes for the texts the
+    guard and the star rounds collect (`HeldMembers`)."""
     carried = list(carried_columns(cfg.survivor.policy))
     keys = _order(cfg)
     table = collect_table(
@@ -165,6 +167,6 @@ def exact_on_driver(accepted: DataFrame, cfg: Config) -> HeldExact:
             rep,
             kept,
             HeldOrder(order.take(pa.array(kept)), keys),
-            table.column(C.BYTES).to_numpy().astype(np.int64),
+            table.column(C.BYTES).to_numpy()[kept],
         ),
     )
