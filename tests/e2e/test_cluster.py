@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ import pytest
 from driver_ui import get_json, wait_for_busy_executor
 from heavy import HeavyCorpus, check_clusters, long_documents_jsonl
 from short_jvm import daemon_env, submit_conf
+from yarn import free_ports
 
 from brute_force import Result, brute_force, read_result
 from neardup_testkit import synth
@@ -37,12 +37,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SPARK_HOME = Path(pyspark.__file__).parent
 
 pytestmark = [pytest.mark.slow, pytest.mark.platform]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -90,7 +84,10 @@ def start_cluster(logs: Path, worker_env: dict[str, str] | None = None) -> Clust
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1"}
     env |= {"PYSPARK_PYTHON": sys.executable, "SPARK_WORKER_DIR": str(logs / "work"), **daemon_env()}
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    port, webui = _free_port(), _free_port()
+    # Chosen together: one at a time, the kernel may hand out a port twice before anything
+    # binds it (a worker's UI once took the master UI's port, so the master's moved and the
+    # wait below polled the worker's).
+    port, webui, *worker_uis = free_ports(4)
     url = f"spark://127.0.0.1:{port}"
     master = [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
     master += ["--port", str(port), "--webui-port", str(webui)]
@@ -101,7 +98,7 @@ def start_cluster(logs: Path, worker_env: dict[str, str] | None = None) -> Clust
     try:
         for i in range(2):
             worker = [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1"]
-            worker += ["--cores", "1", "--memory", "1500m", "--webui-port", str(_free_port())]
+            worker += ["--cores", "1", "--memory", "1500m", "--webui-port", str(worker_uis[i])]
             w = subprocess.Popen(
                 worker,
                 env={**env, **(worker_env or {})},
@@ -267,7 +264,7 @@ def test_killed_executors_change_nothing(
     submit here costs a minute, and the packed environment's unpacking in every executor, the
     replacements too, a quarter of that."""
     corpus, want = fault_corpus
-    out, ui = tmp_path / "out", _free_port()
+    out, ui = tmp_path / "out", free_ports(1)[0]
     args = ["--input", str(corpus), "--output", str(out), "--set", "report.html=false"]
     cmd = _submit_cmd(cluster, "1g", *args, python=sys.executable)
     disturbed = [cmd[0], "--conf", f"spark.ui.port={ui}", *cmd[1:]]
