@@ -116,6 +116,26 @@ def test_non_normalized_spacing_defines_words_by_runs() -> None:
     assert a.tolist() == sorted({shingle_hash(s, 5) for s in ref_shingles("a b c d", "word", 2, 3)})
 
 
+def test_words_of_every_length_at_every_distance_from_the_buffers_end() -> None:
+    """A word shorter than 8 bytes is found and hashed from one 8-byte load, which must not
+    reach past the buffer (the last 7 bytes go byte by byte) nor past the document (a word
+    running into the next one's bytes); 8 bytes and more take the byte loop."""
+    rng = random.Random(8)
+    texts = []
+    for length in range(1, 18):
+        word = "".join(rng.choice("abcdefghé") for _ in range(length))
+        for pad in range(9):
+            # The word last in the buffer, `pad` bytes from its end; and a document whose
+            # last word is followed, in the buffer, by the next document's letters.
+            texts.append(f"x y {word}" + " x" * (pad // 2) + " " * (pad % 2))
+            texts.append(f"{word} {word}")
+    for cut in range(len(texts) - 3, len(texts)):
+        o, h = shingle_hashes(pa.array(texts[:cut]), "word", 2, 3, 13)
+        for text, got in zip(texts[:cut], doc_sets(o, h), strict=True):
+            want = sorted({shingle_hash(s, 13) for s in ref_shingles(text, "word", 2, 3)})
+            assert got.tolist() == want, text
+
+
 def test_short_documents_fall_back_to_char_shingles() -> None:
     texts = ["ab cd ef", "日本語のテキスト", "one two three four five", "x", ""]
     # 8 code points -> 6 trigrams; 8 CJK code points -> 6; 5 words -> 1 word 5-gram;

@@ -91,7 +91,7 @@ def _ngram_hashes_kernel(
         w = _count_words(data, starts[d], ends[d])
         offsets[d + 1] = offsets[d] + (w - n + 1 if w >= n else 0)
     out = np.empty(offsets[ndocs], dtype=np.uint64)
-    ring = np.empty(n, dtype=np.uint64)
+    ring = np.empty(2 * n, dtype=np.uint64)
     for d in range(ndocs):
         if offsets[d + 1] > offsets[d]:
             # At least n words: doc_shingles emits word n-grams only (no character fallback).

@@ -117,6 +117,16 @@ _FMIX1 = np.uint64(0xFF51AFD7ED558CCD)
 _FMIX2 = np.uint64(0xC4CEB9FE1A85EC53)
 _MURMUR_ADD = np.uint64(0x52DCE729)
 _SPACE = np.uint8(0x20)
+# Eight bytes at a time (`_short_word`): the space in every byte, the low bit and the high
+# bit of every byte, the first k bytes of a word (k = 0..8), and the multiplier that turns
+# the lowest set high bit of byte k into k (bits 56-63 of (1 << 8k) * _BYTE_INDEX).
+_SPACES8 = np.uint64(0x2020202020202020)
+_LOW_BITS8 = np.uint64(0x0101010101010101)
+_HIGH_BITS8 = np.uint64(0x8080808080808080)
+_FIRST_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
+_BYTE_INDEX = np.uint64(0x0001020304050607)
+_S7 = np.uint64(7)
+_S56 = np.uint64(56)
 _CONT_MASK = np.uint8(0xC0)
 _CONT_BITS = np.uint8(0x80)
 
@@ -173,6 +183,22 @@ def fmix64(z: np.uint64) -> np.uint64:
     return z
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _load8(data: U8Array, i: int | np.uintp) -> np.uint64:
+    """data[i:i+8] as a little-endian uint64 (one load: LLVM merges the eight)."""
+    p = np.uintp(i)
+    return (
+        np.uint64(data[p])
+        | (np.uint64(data[p + _P1]) << np.uint64(8))
+        | (np.uint64(data[p + _P2]) << np.uint64(16))
+        | (np.uint64(data[p + _P3]) << np.uint64(24))
+        | (np.uint64(data[p + _P4]) << np.uint64(32))
+        | (np.uint64(data[p + _P5]) << np.uint64(40))
+        | (np.uint64(data[p + _P6]) << np.uint64(48))
+        | (np.uint64(data[p + _P7]) << np.uint64(56))
+    )
+
+
 @njit(cache=True, nogil=True)
 def hash_bytes(data: U8Array, start: int, end: int, k0: np.uint64, k1: np.uint64, k2: np.uint64) -> np.uint64:
     """Seeded 64-bit hash of data[start:end] (definition in the module docstring)."""
@@ -182,17 +208,7 @@ def hash_bytes(data: U8Array, start: int, end: int, k0: np.uint64, k1: np.uint64
     i = np.uintp(start)
     stop = np.uintp(end)
     while i + _P8 <= stop:
-        w = (
-            np.uint64(data[i])
-            | (np.uint64(data[i + _P1]) << np.uint64(8))
-            | (np.uint64(data[i + _P2]) << np.uint64(16))
-            | (np.uint64(data[i + _P3]) << np.uint64(24))
-            | (np.uint64(data[i + _P4]) << np.uint64(32))
-            | (np.uint64(data[i + _P5]) << np.uint64(40))
-            | (np.uint64(data[i + _P6]) << np.uint64(48))
-            | (np.uint64(data[i + _P7]) << np.uint64(56))
-        )
-        w = rotl(w * k1, _S31) * k2
+        w = rotl(_load8(data, i) * k1, _S31) * k2
         h = rotl(h ^ w, _S27) * _U5 + _MURMUR_ADD
         i += _P8
     if i < stop:
@@ -256,6 +272,22 @@ def _next_char(data: U8Array, p: int, end: int) -> int:
     return p
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _short_word(data: U8Array, i: int, end: int, limit: int) -> int:
+    """The end of the word at data[i] (not a space) if it is shorter than 8 bytes and 8
+    bytes from i lie within the buffer (`limit`), else i: the bytes from i that are a space,
+    or at or past `end`, found in one 8-byte load (the lowest zero byte of x ^ spaces is
+    exact; bits above it may not be, and are not read)."""
+    if i + 8 > limit:
+        return i
+    x = _load8(data, i) ^ _SPACES8
+    stop = ((x - _LOW_BITS8) & ~x & _HIGH_BITS8) | (_HIGH_BITS8 & ~_FIRST_BYTES[min(end - i, 8)])
+    if stop == _U0:
+        return i
+    lowest = stop & (~stop + _U1)
+    return i + int(((lowest >> _S7) * _BYTE_INDEX) >> _S56)
+
+
 @njit(cache=True, nogil=True)
 def doc_shingles(
     data: U8Array,
@@ -270,7 +302,7 @@ def doc_shingles(
     pos: int,
 ) -> int:
     """Write the shingle hashes of data[start:end] (in text order, duplicates kept) to
-    out[pos:]; return how many. ``ring`` is scratch of at least n slots; ``out`` must have
+    out[pos:]; return how many. ``ring`` is scratch of at least 2n slots; ``out`` must have
     room for _doc_shingle_count(...) values."""
     emitted = 0
     m = n
@@ -281,43 +313,53 @@ def doc_shingles(
         c0 = keys[3]
         c1 = keys[4]
         words = 0
-        head = 0  # ring slot of the oldest word of the window, once the ring is full
+        head = 0  # ring slot of the next word: of the oldest of the window, once it is full
+        limit = data.shape[0]
         i = start
         while i < end:
             while i < end and data[np.uintp(i)] == _SPACE:
                 i += 1
             if i >= end:
                 break
-            # hash_bytes(data, i, j, w0, w1, w2) computed while scanning for the word's end:
-            # one pass over the bytes and one unpredictable branch per word instead of three.
-            j = i
-            h = w0
-            w = _U0
-            shift = _U0
-            while j < end:
-                byte = data[np.uintp(j)]
-                if byte == _SPACE:
-                    break
-                w |= np.uint64(byte) << shift
-                shift += _U8
-                j += 1
-                if shift == _S64:
-                    h = rotl(h ^ (rotl(w * w1, _S31) * w2), _S27) * _U5 + _MURMUR_ADD
-                    w = _U0
-                    shift = _U0
-            if shift != _U0:
-                h ^= rotl(w * w1, _S31) * w2
-            # Wrap by compare, not `% n`: a 64-bit division per word costs more than its hash.
-            ring[head] = fmix64(h ^ np.uint64(j - i))
+            # Most words are shorter than 8 bytes: one load finds the end and hashes them,
+            # with no branch per byte (`_short_word`); longer ones (and the last 7 bytes of
+            # the buffer) are scanned byte by byte.
+            j = _short_word(data, i, end, limit)
+            if j > i:
+                w = _load8(data, i) & _FIRST_BYTES[j - i]
+                h = w0 ^ (rotl(w * w1, _S31) * w2)
+            else:
+                # hash_bytes(data, i, j, w0, w1, w2) computed while scanning for the word's end.
+                j = i
+                h = w0
+                w = _U0
+                shift = _U0
+                while j < end:
+                    byte = data[np.uintp(j)]
+                    if byte == _SPACE:
+                        break
+                    w |= np.uint64(byte) << shift
+                    shift += _U8
+                    j += 1
+                    if shift == _S64:
+                        h = rotl(h ^ (rotl(w * w1, _S31) * w2), _S27) * _U5 + _MURMUR_ADD
+                        w = _U0
+                        shift = _U0
+                if shift != _U0:
+                    h ^= rotl(w * w1, _S31) * w2
+            # Each word's hash in two slots, head and head + n: once head moves on, the window
+            # of the last n words is ring[head : head + n], one loop of n in order. Wrap by
+            # compare, not `% n`: a 64-bit division per word costs more than its hash.
+            hw = fmix64(h ^ np.uint64(j - i))
+            ring[head] = hw
+            ring[head + n] = hw
             head += 1
             if head == n:
                 head = 0
             words += 1
             if words >= n:
                 h = c0
-                for t in range(head, n):
-                    h = (rotl(h, _S29) ^ ring[t]) * c1
-                for t in range(head):
+                for t in range(head, head + n):
                     h = (rotl(h, _S29) ^ ring[t]) * c1
                 out[pos + emitted] = fmix64(h)
                 emitted += 1
@@ -454,7 +496,7 @@ def _shingle_hashes_kernel(
     out = np.empty(total, dtype=np.uint64)
     offsets = np.empty(ndocs + 1, dtype=np.int64)
     offsets[0] = 0
-    ring = np.empty(max(n, 1), dtype=np.uint64)
+    ring = np.empty(2 * max(n, 1), dtype=np.uint64)
     tmp = np.empty(min(longest, 1 << _MAX_BUCKET_BITS), dtype=np.uint64)
     counts = np.empty((1 << _bucket_bits(tmp.shape[0])) + 1, dtype=np.int64)
     read = 0

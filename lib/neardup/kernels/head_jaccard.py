@@ -135,7 +135,7 @@ def _jaccard_to_heads_kernel(
 ) -> tuple[F64Array, U64Array]:
     rows = starts.shape[0]
     out = np.empty(members.shape[0], dtype=np.float64)
-    ring = np.empty(max(n, 1), dtype=np.uint64)
+    ring = np.empty(2 * max(n, 1), dtype=np.uint64)
     buf = np.empty(16, dtype=np.uint64)
     head_table = np.empty(0, dtype=np.uint64), np.zeros(0, dtype=np.int64), 0, 0
     table = head_table

@@ -204,8 +204,10 @@ def _oph_segment(hs: U64Array, lo: int, hi: int, keys: U64Array, bins: U64Array,
         m = fmix64(hs[t] ^ mix)
         j = ((m >> _S32) * uk) >> _S32
         v = m & _M32
-        if v < bins[j]:
-            bins[j] = v
+        # A store every time, not a branch: about half of a document's shingles lower their
+        # bin, in no order a predictor could learn.
+        b = bins[j]
+        bins[j] = v if v < b else b
     for i in range(k):
         if bins[i] != _OPH_NONE:
             out_row[i] = np.uint32(bins[i])
@@ -264,7 +266,7 @@ def _sign_texts_kernel(
         longest = max(longest, ends[d] - starts[d])
     # A document has at most one shingle per byte (or one in all, when shorter than n).
     buf = np.empty(longest + 1, dtype=np.uint64)
-    ring = np.empty(max(n, 1), dtype=np.uint64)
+    ring = np.empty(2 * max(n, 1), dtype=np.uint64)
     scratch = np.empty(k, dtype=np.uint64)
     for d in range(ndocs):
         c = doc_shingles(data, starts[d], ends[d], word_mode, n, char_n, keys, ring, buf, 0)
