@@ -186,6 +186,28 @@ def test_all_ascii_batches_take_a_shortcut_to_the_same_result(lowercase: bool) -
         assert fast == [ref_normalize(t, lowercase=lowercase) for t in part.to_pylist()]
 
 
+@pytest.mark.parametrize("lowercase", [True, False])
+def test_ascii_runs_eight_bytes_at_a_time(lowercase: bool) -> None:
+    # The kernel copies eight ASCII bytes at once when none is a control byte and no space
+    # follows whitespace: texts of words with single spaces take that path, and every
+    # neighbour of it (a doubled or leading space at each offset, a tab, a byte past 0x7F,
+    # the letters next to A-Z) falls back at some offset of the eight.
+    rng = random.Random(21)
+    words = ["a", "Zz", "AZaz@[`{", "Word", "UPPER", "x" * 11, "\x7f~", "0123456"]
+    breaks = [" ", " ", " ", "  ", "\t", " \n ", "\x1c", "\u00e9", "\u00a0"]
+    texts: list[str | None] = []
+    for _ in range(600):
+        text = "".join(rng.choice(words) + rng.choice(breaks) for _ in range(rng.randint(0, 14)))
+        texts.append(text[rng.randint(0, 3) :])
+    for part in (pa.array(texts, pa.large_string()), pa.array(texts, pa.string()).slice(3, 400)):
+        assert normalize(part, lowercase=lowercase).to_pylist() == [
+            ref_normalize(t, lowercase=lowercase) for t in part.to_pylist()
+        ]
+    ascii_only = [t.encode("ascii", "ignore").decode() for t in texts if t is not None]
+    got = collapse_whitespace(pa.array(ascii_only, pa.large_string()), lowercase=lowercase).to_pylist()
+    assert got == [" ".join(t.split()).lower() if lowercase else " ".join(t.split()) for t in ascii_only]
+
+
 def test_whitespace_kernel_equals_the_regular_expression() -> None:
     # Neighbours of every whitespace encoding (same lead bytes, other continuation bytes)
     # are what a byte-level kernel could mistake for whitespace.

@@ -65,6 +65,7 @@ import pyarrow as pa
 from neardup.kernels.arrow import text_buffers
 from neardup.kernels.choices import UNITS
 from neardup.kernels.jit import njit
+from neardup.kernels.words8 import FIRST_BYTES, HIGH_BITS, SPACES, load8, lowest_byte, zero_bytes
 
 __all__ = [
     "DEFAULT_TEXT_SEED",
@@ -117,16 +118,6 @@ _FMIX1 = np.uint64(0xFF51AFD7ED558CCD)
 _FMIX2 = np.uint64(0xC4CEB9FE1A85EC53)
 _MURMUR_ADD = np.uint64(0x52DCE729)
 _SPACE = np.uint8(0x20)
-# Eight bytes at a time (`_short_word`): the space in every byte, the low bit and the high
-# bit of every byte, the first k bytes of a word (k = 0..8), and the multiplier that turns
-# the lowest set high bit of byte k into k (bits 56-63 of (1 << 8k) * _BYTE_INDEX).
-_SPACES8 = np.uint64(0x2020202020202020)
-_LOW_BITS8 = np.uint64(0x0101010101010101)
-_HIGH_BITS8 = np.uint64(0x8080808080808080)
-_FIRST_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
-_BYTE_INDEX = np.uint64(0x0001020304050607)
-_S7 = np.uint64(7)
-_S56 = np.uint64(56)
 _CONT_MASK = np.uint8(0xC0)
 _CONT_BITS = np.uint8(0x80)
 
@@ -183,22 +174,6 @@ def fmix64(z: np.uint64) -> np.uint64:
     return z
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _load8(data: U8Array, i: int | np.uintp) -> np.uint64:
-    """data[i:i+8] as a little-endian uint64 (one load: LLVM merges the eight)."""
-    p = np.uintp(i)
-    return (
-        np.uint64(data[p])
-        | (np.uint64(data[p + _P1]) << np.uint64(8))
-        | (np.uint64(data[p + _P2]) << np.uint64(16))
-        | (np.uint64(data[p + _P3]) << np.uint64(24))
-        | (np.uint64(data[p + _P4]) << np.uint64(32))
-        | (np.uint64(data[p + _P5]) << np.uint64(40))
-        | (np.uint64(data[p + _P6]) << np.uint64(48))
-        | (np.uint64(data[p + _P7]) << np.uint64(56))
-    )
-
-
 @njit(cache=True, nogil=True)
 def hash_bytes(data: U8Array, start: int, end: int, k0: np.uint64, k1: np.uint64, k2: np.uint64) -> np.uint64:
     """Seeded 64-bit hash of data[start:end] (definition in the module docstring)."""
@@ -208,7 +183,7 @@ def hash_bytes(data: U8Array, start: int, end: int, k0: np.uint64, k1: np.uint64
     i = np.uintp(start)
     stop = np.uintp(end)
     while i + _P8 <= stop:
-        w = rotl(_load8(data, i) * k1, _S31) * k2
+        w = rotl(load8(data, i) * k1, _S31) * k2
         h = rotl(h ^ w, _S27) * _U5 + _MURMUR_ADD
         i += _P8
     if i < stop:
@@ -275,17 +250,14 @@ def _next_char(data: U8Array, p: int, end: int) -> int:
 @njit(cache=True, nogil=True, inline="always")
 def _short_word(data: U8Array, i: int, end: int, limit: int) -> int:
     """The end of the word at data[i] (not a space) if it is shorter than 8 bytes and 8
-    bytes from i lie within the buffer (`limit`), else i: the bytes from i that are a space,
-    or at or past `end`, found in one 8-byte load (the lowest zero byte of x ^ spaces is
-    exact; bits above it may not be, and are not read)."""
+    bytes from i lie within the buffer (`limit`), else i: its end is the first byte from i
+    that is a space or at `end`, found in one 8-byte load."""
     if i + 8 > limit:
         return i
-    x = _load8(data, i) ^ _SPACES8
-    stop = ((x - _LOW_BITS8) & ~x & _HIGH_BITS8) | (_HIGH_BITS8 & ~_FIRST_BYTES[min(end - i, 8)])
+    stop = zero_bytes(load8(data, i) ^ SPACES) | (HIGH_BITS & ~FIRST_BYTES[min(end - i, 8)])
     if stop == _U0:
         return i
-    lowest = stop & (~stop + _U1)
-    return i + int(((lowest >> _S7) * _BYTE_INDEX) >> _S56)
+    return i + lowest_byte(stop)
 
 
 @njit(cache=True, nogil=True)
@@ -326,7 +298,7 @@ def doc_shingles(
             # the buffer) are scanned byte by byte.
             j = _short_word(data, i, end, limit)
             if j > i:
-                w = _load8(data, i) & _FIRST_BYTES[j - i]
+                w = load8(data, i) & FIRST_BYTES[j - i]
                 h = w0 ^ (rotl(w * w1, _S31) * w2)
             else:
                 # hash_bytes(data, i, j, w0, w1, w2) computed while scanning for the word's end.
