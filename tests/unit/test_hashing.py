@@ -8,7 +8,10 @@ segmentation, fails here.
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import random
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -116,24 +119,49 @@ def test_non_normalized_spacing_defines_words_by_runs() -> None:
     assert a.tolist() == sorted({shingle_hash(s, 5) for s in ref_shingles("a b c d", "word", 2, 3)})
 
 
-def test_words_of_every_length_at_every_distance_from_the_buffers_end() -> None:
+@pytest.fixture(scope="module")
+def before_a_guard_page() -> Iterator[Callable[[list[str]], pa.Array]]:
+    """Texts -> a large_string array whose data buffer ends at a page that may not be read
+    (Arrow pads its own buffers, so a kernel reading past them reads nothing wrong): a
+    kernel that loads a byte past the buffer kills the process."""
+    page = mmap.PAGESIZE
+    region = mmap.mmap(-1, 2 * page)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(region))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    assert libc.mprotect(base + page, page, 0) == 0  # PROT_NONE
+
+    def make(texts: list[str]) -> pa.Array:
+        encoded = [t.encode() for t in texts]
+        data = b"".join(encoded)
+        at = page - len(data)
+        region[at:page] = data
+        offsets = np.cumsum([0] + [len(e) for e in encoded], dtype=np.int64)
+        buffer = pa.foreign_buffer(base + at, len(data), base=region)
+        return pa.LargeStringArray.from_buffers(len(texts), pa.py_buffer(offsets), buffer)
+
+    yield make
+    libc.mprotect(base + page, page, 3)  # PROT_READ | PROT_WRITE, for the unmap
+
+
+def test_words_of_every_length_at_every_distance_from_the_buffers_end(
+    before_a_guard_page: Callable[[list[str]], pa.Array],
+) -> None:
     """A word shorter than 8 bytes is found and hashed from one 8-byte load, which must not
     reach past the buffer (the last 7 bytes go byte by byte) nor past the document (a word
     running into the next one's bytes); 8 bytes and more take the byte loop."""
     rng = random.Random(8)
-    texts = []
     for length in range(1, 18):
         word = "".join(rng.choice("abcdefghé") for _ in range(length))
         for pad in range(9):
-            # The word last in the buffer, `pad` bytes from its end; and a document whose
-            # last word is followed, in the buffer, by the next document's letters.
-            texts.append(f"x y {word}" + " x" * (pad // 2) + " " * (pad % 2))
-            texts.append(f"{word} {word}")
-    for cut in range(len(texts) - 3, len(texts)):
-        o, h = shingle_hashes(pa.array(texts[:cut]), "word", 2, 3, 13)
-        for text, got in zip(texts[:cut], doc_sets(o, h), strict=True):
-            want = sorted({shingle_hash(s, 13) for s in ref_shingles(text, "word", 2, 3)})
-            assert got.tolist() == want, text
+            # The word `pad` bytes from the buffer's end; and a document whose last word is
+            # followed, in the buffer, by the next document's letters.
+            last = f"x y {word}" + " x" * (pad // 2) + " " * (pad % 2)
+            texts = [f"{word} {word}", last]
+            o, h = shingle_hashes(before_a_guard_page(texts), "word", 2, 3, 13)
+            for text, got in zip(texts, doc_sets(o, h), strict=True):
+                want = sorted({shingle_hash(s, 13) for s in ref_shingles(text, "word", 2, 3)})
+                assert got.tolist() == want, text
 
 
 def test_short_documents_fall_back_to_char_shingles() -> None:
