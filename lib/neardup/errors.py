@@ -30,6 +30,20 @@ class IndexRefusedError(NeardupError):
     exit_code = 4
 
 
+class StorageError(NeardupError):
+    """An output, staging or index path cannot be written: the disk is full, the folder is
+    read-only or not ours to write (exit 5). The message names the path."""
+
+    exit_code = 5
+
+
+class LockedError(NeardupError):
+    """Another run holds the lease on this output or index (exit 6). The message names the
+    holder: host, pid and start time."""
+
+    exit_code = 6
+
+
 class InvariantError(NeardupError):
     """The job's own end-of-run checks failed; nothing was published (exit 1)."""
 

@@ -17,14 +17,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from neardup.errors import IndexRefusedError, InputDataError, NeardupError, UsageError, stage_of
+from neardup.errors import (
+    IndexRefusedError,
+    InputDataError,
+    LockedError,
+    NeardupError,
+    StorageError,
+    UsageError,
+    stage_of,
+)
 from neardup.runtime.memory import GiB, format_size, parse_size
 
 # The command line's exit codes: done, anything else, usage or config, input data, index
-# refused (each error class carries its own).
+# refused or damaged, storage (disk full, unwritable), locked by another run (each error
+# class carries its own), and interrupted (Ctrl-C or SIGTERM: 128 + SIGINT, as shells do).
 EXIT_OK = 0
 EXIT_FAILED, EXIT_USAGE = NeardupError.exit_code, UsageError.exit_code
 EXIT_INPUT, EXIT_INDEX = InputDataError.exit_code, IndexRefusedError.exit_code
+EXIT_STORAGE, EXIT_LOCKED = StorageError.exit_code, LockedError.exit_code
+EXIT_INTERRUPTED = 130
 
 # Spark's exit code for an OutOfMemoryError in a task thread (SparkExitCode.OOM), and
 # the JVM's own with -XX:+ExitOnOutOfMemoryError.
