@@ -148,11 +148,14 @@ def test_a_failing_dump_leaves_a_marker_and_no_archive(cache: Path, tmp_path: Pa
 
 
 def test_a_dump_is_renamed_into_place_and_old_archives_pruned(cache: Path, tmp_path: Path) -> None:
+    """Pruning deletes archives named as neardup names them (<16 hex digits>.jsa) only: a
+    folder the user names may hold archives of their own."""
     cache.mkdir(parents=True)
-    for i, name in enumerate(["old1.jsa", "old2.jsa", "old3.jsa"]):
+    olds = ["0000000000000001.jsa", "0000000000000002.jsa", "0000000000000003.jsa"]
+    for i, name in enumerate(["mine.jsa", *olds]):
         (cache / name).write_bytes(b"old")
         os.utime(cache / name, (1000 + i, 1000 + i))
-    listed = cache / "k.1.classlist"
+    listed = cache / "00000000000000aa.1.classlist"
     listed.write_bytes(b"java/lang/Object id: 0\n")
     # A `java` that writes the archive it is asked for, as -Xshare:dump does.
     writes = tmp_path / "java"
@@ -165,9 +168,9 @@ def test_a_dump_is_renamed_into_place_and_old_archives_pruned(cache: Path, tmp_p
         "class_path": "x.jar",
         "options": ["-Xmx2g"],
         "list": str(listed),
-        "archive": str(cache / "k.jsa"),
+        "archive": str(cache / "00000000000000aa.jsa"),
     }
     assert ca.build(spec) is True
-    assert (cache / "k.jsa").read_bytes() == b"dumped\n"
-    # KEEP = 3: this key's archive and the two newest others.
-    assert sorted(p.name for p in cache.iterdir()) == ["k.jsa", "old2.jsa", "old3.jsa"]
+    assert (cache / "00000000000000aa.jsa").read_bytes() == b"dumped\n"
+    # KEEP = 3: this key's archive and the two newest others; the user's own is not counted.
+    assert sorted(p.name for p in cache.iterdir()) == ["00000000000000aa.jsa", *olds[1:], "mine.jsa"]

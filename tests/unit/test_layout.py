@@ -108,7 +108,7 @@ def test_cache_directory_names_the_sources_and_environment_digest(tmp_path: Path
 
 # The package's layers, lowest first: a module imports from its own layer or lower ones.
 LAYERS = [
-    {"neardup", "__version__", "columns", "errors"},
+    {"neardup", "__version__", "columns", "errors", "private_dir"},
     {"kernels"},
     {"runtime"},
     {"config"},

@@ -1,14 +1,18 @@
 """numba's on-disk cache of the kernels' compiled code, and the compiled code the wheel ships.
 
-Where: ``<NUMBA_CACHE_DIR or the user's cache>/numba/neardup-<key>``, one flat directory for
-every kernel, whichever way the package was imported (installed files, a source tree or a
+Where: ``<NUMBA_CACHE_DIR>/neardup-<key>`` or ``<the user's cache>/numba/neardup-<key>``, and
+where that cannot be written ``<tmp>/neardup-numba-<uid>/neardup-<key>``: one flat directory
+for every kernel, whichever way the package was imported (installed files, a source tree or a
 zip shipped with --py-files). The key is a digest of every kernel source (numba's own cache
 notices an edit to the module defining a kernel but not to the modules whose functions it
 calls: a stale cache would silently keep old code) and of what compiled code depends on:
 the numba, llvmlite and numpy versions, the Python implementation and version, the
 operating system and the machine. A locator of our own (`install`) gives numba that
 directory and the key as every kernel's source stamp, so nothing depends on where the
-sources are or on their files' times.
+sources are or on their files' times. numba loads its cache with pickle, so the folders
+neardup names there are made with mode 0700 and used only if nobody else can write to them
+(neardup.private_dir); where no folder passes, the kernels compile in memory (jit.py), with
+one warning naming the folder.
 
 Shipped code: the wheel's build (setup.py, `neardup.kernels.precompile`) compiles every
 kernel into ``neardup/kernels/_compiled/``, for portable CPU targets (on x86-64 the psABI
@@ -43,6 +47,8 @@ from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
 from typing import Any
+
+from neardup.private_dir import NotPrivate, private_dir, warn_once
 
 ENV = "NUMBA_CACHE_DIR"
 CPU_ENV = "NEARDUP_NUMBA_CPU"
@@ -98,37 +104,45 @@ def cache_key() -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def _base() -> Path:
-    """NUMBA_CACHE_DIR if the user set one, else the user's cache directory's numba/."""
+def _base() -> tuple[Path, tuple[str, ...]]:
+    """Where the cache folder goes, as (anchor, the folders neardup names under it; see
+    neardup.private_dir): NUMBA_CACHE_DIR if the user set one, else the user's cache
+    directory's numba/."""
     user = os.environ.get(ENV)
     if user:
-        return Path(user)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "numba"
+        return Path(user), ()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"), ("numba",)
 
 
 def cache_dir() -> Path:
     """`<base>/neardup-<cache_key()>`."""
-    return _base() / f"neardup-{cache_key()}"
+    anchor, levels = _base()
+    return anchor.joinpath(*levels, f"neardup-{cache_key()}")
 
 
-def _writable(path: Path) -> bool:
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        tempfile.TemporaryFile(dir=path).close()
-    except OSError:
-        return False
-    return True
+def fallback_base() -> tuple[Path, tuple[str, ...]]:
+    """`<tmp>/neardup-numba-<uid>`, for a home that cannot be written (a container's)."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return Path(tempfile.gettempdir()), (f"neardup-numba-{uid}",)
 
 
 def usable_cache_dir() -> Path | None:
-    """`cache_dir()`, or where it is not writable (a container's read-only home) the same
-    name under the temporary directory; None when neither can be written."""
-    path = cache_dir()
-    if _writable(path):
+    """`cache_dir()`, or where it cannot be written (a container's read-only home) or fails
+    the checks of neardup.private_dir (each such folder named once in a warning) the same
+    name under `fallback_base()`; None when neither is usable: the kernels then compile in
+    memory (jit.py), nothing is loaded from a disk cache and nothing shipped is placed."""
+    name = f"neardup-{cache_key()}"
+    for anchor, levels in (_base(), fallback_base()):
+        try:
+            path = private_dir(anchor, (*levels, name))
+            tempfile.TemporaryFile(dir=path).close()  # numba writes its cache here
+        except NotPrivate as e:
+            warn_once(e, "the kernels' compiled code")
+            continue
+        except OSError:
+            continue
         return path
-    fallback = Path(tempfile.gettempdir()) / f"neardup-numba-{os.getuid() if hasattr(os, 'getuid') else 0}"
-    path = fallback / path.name
-    return path if _writable(path) else None
+    return None
 
 
 def shipped() -> tuple[Traversable, dict[str, Any]] | None:
@@ -192,17 +206,21 @@ def seed(directory: Path, folder: Traversable, files: list[str]) -> bool:
     none (a concurrent process's directory wins). True if this call placed them."""
     if directory.is_dir() and any(directory.glob("*.nbi")):
         return False
+    # mkdtemp: mode 0700 and a name no one else holds, in a folder that passed the checks.
     tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    placed = False
     try:
         for name in files:
             (tmp / name).write_bytes((folder / name).read_bytes())
         try:
-            os.rename(tmp, directory)  # replaces the empty directory _writable may have made
+            os.rename(tmp, directory)  # replaces the empty directory usable_cache_dir made
         except OSError:
             return False
+        placed = True
         return True
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not placed:  # once renamed, the name is free again: never delete what took it since
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _locator(directory: Path, stamp: str) -> Any:
@@ -249,8 +267,9 @@ def install() -> dict[str, Any]:
     from numba.core import caching
 
     found = shipped()
-    target = choose_target(list(found[1].get("targets", [])) if found else [])
     directory = usable_cache_dir()
+    # Without a cache folder the shipped code is not placed: compile for this host's CPU.
+    target = choose_target(list(found[1].get("targets", [])) if found and directory is not None else [])
     placed = False
     if directory is not None and found is not None:
         try:

@@ -22,6 +22,12 @@ kept. A dump that fails leaves ``<key>.failed`` (the JDK's reason) and is not re
 that file is deleted: a Spark distribution whose ``conf/`` directory is not empty is one such
 case, since the JDK archives no class path with a non-empty directory before a jar.
 
+The JVM maps the archive as code, so the folder is made with mode 0700 and used only if
+nobody else can write to it (neardup.private_dir; NEARDUP_CLASS_ARCHIVE_DIR, the folder
+itself, is checked too, a symlink followed); a failed check means no archive and one warning
+naming the folder. The builder reads its spec (which names the java it runs) only from such
+a folder, and cleaning up deletes only files named as neardup names them.
+
 Off: ``NEARDUP_CLASS_ARCHIVE=0``; a user's own -Xshare or archive options (in
 spark.driver.extraJavaOptions or defaultJavaOptions, or JAVA_TOOL_OPTIONS); a folder whose
 path has a space (Spark's launcher splits the options at spaces); other systems than POSIX;
@@ -36,7 +42,9 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -45,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from neardup.private_dir import NotPrivate, file_problem, folder_problem, private_dir, warn_once
 from neardup.runtime.java import java_class
 
 log = logging.getLogger("neardup")
@@ -77,12 +86,32 @@ class Plan:
     record: Path | None = None
 
 
-def folder() -> Path:
-    """DIR_ENV if set, else `<XDG_CACHE_HOME or ~/.cache>/neardup/jvm`."""
+def _base() -> tuple[Path, tuple[str, ...]]:
+    """(anchor, the folders neardup names under it; see neardup.private_dir): DIR_ENV, the
+    folder itself, if set; else the user's cache directory and neardup/jvm."""
     given = os.environ.get(DIR_ENV)
     if given:
-        return Path(given)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "neardup" / "jvm"
+        return Path(given), ()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"), ("neardup", "jvm")
+
+
+def folder() -> Path:
+    """DIR_ENV if set, else `<XDG_CACHE_HOME or ~/.cache>/neardup/jvm`."""
+    anchor, levels = _base()
+    return anchor.joinpath(*levels)
+
+
+def _private_folder() -> Path | None:
+    """`folder()`, made where missing (mode 0700), if only this user can write to it (the
+    JVM maps the archive as code: neardup.private_dir); None otherwise, with one warning
+    where a check failed."""
+    try:
+        return private_dir(*_base())
+    except NotPrivate as e:
+        warn_once(e, "the JVM's class archive")
+    except OSError:  # cannot be made: no archive, as where none was ever built
+        pass
+    return None
 
 
 def _java() -> Path | None:
@@ -152,9 +181,11 @@ def _plan(settings: Mapping[str, str]) -> Plan | None:
     if any(word in given for word in _USERS_OWN):
         return None
     k = key(settings)
-    where = folder()
     # Spark's launcher splits the options at spaces: a path with one would break the JVM's start.
-    if k is None or any(c.isspace() for c in str(where)):
+    if k is None or any(c.isspace() for c in str(folder())):
+        return None
+    where = _private_folder()
+    if where is None:
         return None
     archive = where / f"{k}.jsa"
     if archive.is_file():
@@ -163,7 +194,6 @@ def _plan(settings: Mapping[str, str]) -> Plan | None:
         return Plan((f"-XX:SharedArchiveFile={archive}", *QUIET), archive)
     if (where / f"{k}.failed").exists() or _locked(where / f"{k}.lock"):
         return None
-    where.mkdir(parents=True, exist_ok=True)
     if not os.access(where, os.W_OK | os.X_OK):  # the JVM could not write its list there
         return None
     _drop_stale(where)
@@ -178,11 +208,25 @@ def _locked(lock: Path) -> bool:
         return False
 
 
+# The names of the files neardup writes in the folder (<key>.jsa, <key>.<pid>.classlist,
+# <key>.<pid>.spec, <key>.<pid>.tmp): cleaning up deletes nothing else, as a folder the user
+# names (DIR_ENV) may hold files of theirs.
+_ARCHIVE = re.compile(r"[0-9a-f]{16}\.jsa")
+_LEFT_BY_BUILDER = re.compile(r"[0-9a-f]{16}\.[0-9]+\.(classlist|spec|tmp)")
+
+
+def _ours(p: Path, pattern: re.Pattern[str]) -> bool:
+    """A regular file (not a symlink) named as neardup names its files."""
+    with contextlib.suppress(OSError):
+        return pattern.fullmatch(p.name) is not None and stat.S_ISREG(p.lstat().st_mode)
+    return False
+
+
 def _drop_stale(where: Path) -> None:
     """Class lists, specs and half-written archives left by builders that died."""
-    for p in [*where.glob("*.classlist"), *where.glob("*.spec"), *where.glob("*.tmp")]:
+    for p in where.iterdir():
         with contextlib.suppress(OSError):
-            if time.time() - p.stat().st_mtime > LIST_STALE_S:
+            if _ours(p, _LEFT_BY_BUILDER) and time.time() - p.lstat().st_mtime > LIST_STALE_S:
                 p.unlink()
 
 
@@ -296,14 +340,33 @@ def _complete_lines(path: Path) -> None:
 def _prune(keep: Path) -> None:
     """Delete all but the KEEP most recently used archives of the folder (`keep` among them:
     `plan` touches an archive it hands out)."""
-    others = sorted((p for p in keep.parent.glob("*.jsa") if p != keep), key=lambda p: p.stat().st_mtime)
+    found = (p for p in keep.parent.iterdir() if p != keep and _ours(p, _ARCHIVE))
+    others = sorted(found, key=lambda p: p.lstat().st_mtime)
     for p in others[: max(0, len(others) - (KEEP - 1))]:
         with contextlib.suppress(OSError):
             p.unlink()
 
 
-if __name__ == "__main__":
-    spec_path = Path(sys.argv[1])
+def build_from(spec_path: Path) -> bool:
+    """The detached builder's start: the spec (it names the java executable run) is read
+    only from a file and folder nobody else can write to (the folder passed the checks when
+    the run wrote it there; checked again here), and names files in that folder only."""
+    where = spec_path.parent
+    try:
+        bad, problem = where, folder_problem(where, follow=True)
+        if problem is None:
+            bad, problem = spec_path, file_problem(spec_path)
+    except OSError:
+        return False
+    if problem is not None:
+        warn_once(NotPrivate(bad, problem), "the JVM's class archive")
+        return False
     loaded = json.loads(spec_path.read_text())
     spec_path.unlink(missing_ok=True)
-    build(loaded)
+    if {Path(loaded["archive"]).parent, Path(loaded["list"]).parent} != {where}:
+        return False
+    return build(loaded)
+
+
+if __name__ == "__main__":
+    build_from(Path(sys.argv[1]))

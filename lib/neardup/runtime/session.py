@@ -6,10 +6,11 @@ unless `--debug`, writes its own output (Spark's log, the Python workers' stderr
 JVM's fatal-error lines) to a log file instead of the terminal. The process handle is
 kept, so when the JVM dies the command line can say how (`runtime/failures.py`).
 
-The log files live in a directory of the user's own, `<tmp>/neardup-<user>/`: the command
-line deletes a run's log when the run ends well and names it when it fails; logs older
-than LOG_DAYS (of runs that failed, or were killed before they could clean up) are
-deleted when a later run starts.
+The log files live in a directory of the user's own, `<tmp>/neardup-<user>/` (mode 0700,
+used only if nobody else can write to it: neardup.private_dir): the command line deletes a
+run's log when the run ends well and names it when it fails; logs older than LOG_DAYS (of
+runs that failed, or were killed before they could clean up) are deleted when a later run
+starts, by their names (`spark-<date>-<time>-<8 characters>.log`), nothing else.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from neardup.errors import NeardupError
+from neardup.private_dir import NotPrivate, private_dir, warn_once
 from neardup.runtime import class_archive, pydaemon
 from neardup.runtime.class_archive import EXTRA_JAVA_OPTIONS
 from neardup.runtime.java import java_class
@@ -381,25 +383,31 @@ def _launch_jvm(settings: Mapping[str, str], app_name: str, quiet: bool) -> Path
     return path
 
 
+# The names _launch_jvm gives the logs it writes in log_dir() (mkstemp adds 8 characters of
+# its own): cleaning up deletes nothing else.
+_LOG_NAME = re.compile(r"spark-[0-9]{8}-[0-9]{6}-[A-Za-z0-9_]{8}\.log")
+
+
 def log_dir(root: Path | None = None) -> Path | None:
     """`<tmp>/neardup-<user>/` (made if missing, mode 700), with logs older than LOG_DAYS
-    deleted; None if it is not a directory of this user's that only they can write (then
-    logs go to the temporary directory itself, as mkstemp makes them)."""
+    deleted; None, with one warning, if it is not a directory of this user's that only they
+    can write (neardup.private_dir): logs then go to the temporary directory itself, as
+    mkstemp makes them (mode 600, a name no one else holds)."""
     base = Path(tempfile.gettempdir()) if root is None else root
-    folder = base / f"neardup-{_user()}"
-    with contextlib.suppress(FileExistsError):
-        folder.mkdir(mode=0o700)
     try:
-        st = folder.lstat()  # lstat: a symlink planted by someone else is refused
+        folder = private_dir(base, (f"neardup-{_user()}",))
+    except NotPrivate as e:
+        warn_once(e, "the JVM's log")
+        return None
     except OSError:
         return None
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
-        return None
     old = time.time() - LOG_DAYS * 86400
-    for f in folder.glob("spark-*.log"):
-        # A log still being written has a fresh modification time.
+    for f in folder.iterdir():
+        # lstat: a link's own time, and the link (not what it names) would go; a log still
+        # being written has a fresh modification time.
         with contextlib.suppress(OSError):
-            if f.stat().st_mtime < old:
+            st = f.lstat()
+            if _LOG_NAME.fullmatch(f.name) and stat.S_ISREG(st.st_mode) and st.st_mtime < old:
                 f.unlink()
     return folder
 
