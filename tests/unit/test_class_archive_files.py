@@ -173,4 +173,4 @@ def test_a_dump_is_renamed_into_place_and_old_archives_pruned(cache: Path, tmp_p
     assert ca.build(spec) is True
     assert (cache / "00000000000000aa.jsa").read_bytes() == b"dumped\n"
     # KEEP = 3: this key's archive and the two newest others; the user's own is not counted.
-    assert sorted(p.name for p in cache.iterdir()) == ["00000000000000aa.jsa", *olds[1:], "mine.jsa"]
+    assert sorted(p.name for p in cache.iterdir()) == sorted(["00000000000000aa.jsa", *olds[1:], "mine.jsa"])
