@@ -25,6 +25,7 @@ once per process (`warn_once`, through logging: on a cluster's executor, its std
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
@@ -86,7 +87,9 @@ def file_problem(path: Path) -> str | None:
     (not a symlink), of this user's or root's, that no one else can write to."""
     st = os.lstat(path)
     if not stat.S_ISREG(st.st_mode):
-        return "not a regular file" + (f" (a symlink to {os.readlink(path)})" if stat.S_ISLNK(st.st_mode) else "")
+        return "not a regular file" + (
+            f" (a symlink to {os.readlink(path)})" if stat.S_ISLNK(st.st_mode) else ""
+        )
     return _owner_problem(st) or _write_problem(st)
 
 
@@ -122,11 +125,9 @@ def private_dir(anchor: Path, levels: Sequence[str] = ()) -> Path:
     path = anchor
     for name in levels:
         path = path / name
-        try:
-            # 0700 whatever the umask allows more of (a umask only takes bits away).
+        # 0700 (a umask only takes bits away); one found is checked as one made now is.
+        with contextlib.suppress(FileExistsError):
             os.mkdir(path, MODE)
-        except FileExistsError:
-            pass  # found: checked as one made now is
         problem = folder_problem(path)
         if problem is not None:
             raise NotPrivate(path, problem)
@@ -143,7 +144,8 @@ def warn_once(problem: NotPrivate, use: str) -> None:
         return
     _warned.add(key)
     log.warning(
-        "warning: not using %s for %s: %s (only this user may write there; remove it or fix its owner and mode)",
+        "warning: not using %s for %s: %s; only this user may write there (remove it, or make "
+        "it this user's with mode 0700)",
         problem.path,
         use,
         problem.reason,

@@ -21,7 +21,11 @@ def test_a_private_directory_with_old_logs_deleted(tmp_path: Path) -> None:
     assert folder is not None and folder.parent == tmp_path and folder.name.startswith("neardup-")
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     old, fresh = folder / "spark-20260101-000000-ab_cd123.log", folder / "spark-20260102-000000-x1y2z3w4.log"
-    others = [folder / "notes.txt", folder / "spark-old.log", folder / "spark-20260101-000000-ab_cd123.log.gz"]
+    others = [
+        folder / "notes.txt",
+        folder / "spark-old.log",
+        folder / "spark-20260101-000000-ab_cd123.log.gz",
+    ]
     outside = tmp_path / "kept.log"
     for f in (old, fresh, *others, outside):
         f.write_text("x")
@@ -33,7 +37,9 @@ def test_a_private_directory_with_old_logs_deleted(tmp_path: Path) -> None:
     os.utime(link, (week - 60, week - 60), follow_symlinks=False)
     os.utime(fresh, (week + 60, week + 60))
     assert log_dir(tmp_path) == folder
-    assert sorted(p.name for p in folder.iterdir()) == sorted([fresh.name, link.name, *(f.name for f in others)])
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [fresh.name, link.name, *(f.name for f in others)]
+    )
     assert outside.read_text() == "x"
 
 

@@ -97,13 +97,17 @@ def _sigs_reference() -> list[list[int]]:
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "NEARDUP_NUMBA", "XDG_", "TMPDIR"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "NEARDUP_NUMBA", "XDG_", "TMPDIR"))
+    }
     env.update(extra)
     return env
 
 
 def _copy_lib(dest: Path) -> Path:
-    shutil.copytree(LIB / "neardup", dest / "neardup", ignore=shutil.ignore_patterns("__pycache__", "_compiled"))
+    shutil.copytree(
+        LIB / "neardup", dest / "neardup", ignore=shutil.ignore_patterns("__pycache__", "_compiled")
+    )
     return dest
 
 
@@ -167,7 +171,9 @@ def places(tmp_path: Path) -> dict[str, Path]:
 
 def _run(lib: Path, places: dict[str, Path], *args: str, **env: str) -> tuple[dict[str, Any], list[str], str]:
     """The kernels' process with the home cache unwritable: its output, its warning lines, stdout."""
-    full = _clean_env(PYTHONPATH=str(lib), TMPDIR=str(places["tmp"]), XDG_CACHE_HOME=str(places["home"]), **env)
+    full = _clean_env(
+        PYTHONPATH=str(lib), TMPDIR=str(places["tmp"]), XDG_CACHE_HOME=str(places["home"]), **env
+    )
     proc = _python(SCRIPT, full, *args)
     warnings = [line for line in proc.stderr.splitlines() if WARNING in line]
     return json.loads(proc.stdout.splitlines()[-1]), warnings, proc.stdout
@@ -268,7 +274,9 @@ def test_the_python_daemon_preloads_and_signs_without_a_hostile_cache(
     assert stdout.splitlines()[0] == "preloaded"
     assert got["sigs"] == _sigs_reference() and got["thash"] == _thash_reference()
     assert got["directory"] is None and snapshot(places["tmp"], places["attacker"]) == before
-    assert len(warnings) == 1 and f"{WARNING}{refused} for the kernels' compiled code: {reason}" in warnings[0]
+    assert (
+        len(warnings) == 1 and f"{WARNING}{refused} for the kernels' compiled code: {reason}" in warnings[0]
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,7 +334,11 @@ def test_a_home_cache_of_another_user_falls_back_to_a_private_folder(
     ],
 )
 def test_numba_cache_dir_named_by_the_user(
-    made: str, used: bool, reason: str | None, numba_env: dict[str, Path], caplog: pytest.LogCaptureFixture,
+    made: str,
+    used: bool,
+    reason: str | None,
+    numba_env: dict[str, Path],
+    caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """NUMBA_CACHE_DIR is the user's choice (a symlink to another disk, a shared sticky
@@ -391,7 +403,11 @@ def jvm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, P
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     attacker = tmp_path / "attacker"
     attacker.mkdir()
-    yield {"cache": tmp_path / "cache", "folder": tmp_path / "cache" / "neardup" / "jvm", "attacker": attacker}
+    yield {
+        "cache": tmp_path / "cache",
+        "folder": tmp_path / "cache" / "neardup" / "jvm",
+        "attacker": attacker,
+    }
 
 
 def test_the_archive_folder_is_made_private(jvm: dict[str, Path], caplog: pytest.LogCaptureFixture) -> None:
@@ -435,9 +451,15 @@ def test_a_hostile_archive_folder_is_never_mapped(
     assert f"{WARNING}{refused} for the JVM's class archive: {reason}" in line
 
 
-@pytest.mark.parametrize(("made", "used"), [("0700", True), ("0755", True), ("0775", False), ("symlink", True)])
+@pytest.mark.parametrize(
+    ("made", "used"), [("0700", True), ("0755", True), ("0775", False), ("symlink", True)]
+)
 def test_the_archive_folder_named_by_the_user(
-    made: str, used: bool, jvm: dict[str, Path], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    made: str,
+    used: bool,
+    jvm: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """NEARDUP_CLASS_ARCHIVE_DIR is the folder the archive is mapped from: checked as fully
     as one neardup names (no group or other write), except that a symlink is followed."""
@@ -485,7 +507,9 @@ def _builder_spec(folder: Path, tmp_path: Path, archive: Path | None = None) -> 
     return path, mark
 
 
-@pytest.mark.parametrize("kind", ["private", "writable by others", "another user's spec", "names another folder"])
+@pytest.mark.parametrize(
+    "kind", ["private", "writable by others", "another user's spec", "names another folder"]
+)
 def test_the_builder_runs_only_a_spec_from_a_private_folder(
     kind: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -496,7 +520,9 @@ def test_the_builder_runs_only_a_spec_from_a_private_folder(
     folder.mkdir(mode=0o700)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    spec, mark = _builder_spec(folder, tmp_path, elsewhere / "00000000000000ab.jsa" if kind == "names another folder" else None)
+    spec, mark = _builder_spec(
+        folder, tmp_path, elsewhere / "00000000000000ab.jsa" if kind == "names another folder" else None
+    )
     if kind == "writable by others":
         folder.chmod(0o777)
     elif kind == "another user's spec":
@@ -509,15 +535,22 @@ def test_the_builder_runs_only_a_spec_from_a_private_folder(
         return
     assert not mark.exists() and list(elsewhere.iterdir()) == []
     if kind == "names another folder":
-        assert sorted(snapshot(folder)) == sorted(k for k in before if k != str(spec))  # the spec read, deleted
+        assert sorted(snapshot(folder)) == sorted(
+            k for k in before if k != str(spec)
+        )  # the spec read, deleted
         return
     assert snapshot(folder) == before
     (line,) = _warnings(caplog)
     reason = "mode 0777" if kind == "writable by others" else f"owned by uid {OTHER}"
-    assert f"{WARNING}{folder if kind == 'writable by others' else spec} for the JVM's class archive: {reason}" in line
+    assert (
+        f"{WARNING}{folder if kind == 'writable by others' else spec} for the JVM's class archive: {reason}"
+        in line
+    )
 
 
-def test_cleaning_up_deletes_only_what_the_builder_names(jvm: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cleaning_up_deletes_only_what_the_builder_names(
+    jvm: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A folder the user names may hold their own files: old class lists, specs and
     half-written archives are deleted by neardup's names only (<key>.<pid>.classlist ...),
     never a symlink named so nor what it points to."""
@@ -526,8 +559,17 @@ def test_cleaning_up_deletes_only_what_the_builder_names(jvm: dict[str, Path], m
     monkeypatch.setenv(ca.DIR_ENV, str(named))
     outside = jvm["attacker"] / "precious"
     outside.write_text("x")
-    ours = [named / "00000000000000ab.12.classlist", named / "00000000000000ab.12.spec", named / "00000000000000ab.12.tmp"]
-    theirs = [named / "notes.tmp", named / "x.classlist", named / "run.spec", named / "00000000000000ab.jsa.tmp"]
+    ours = [
+        named / "00000000000000ab.12.classlist",
+        named / "00000000000000ab.12.spec",
+        named / "00000000000000ab.12.tmp",
+    ]
+    theirs = [
+        named / "notes.tmp",
+        named / "x.classlist",
+        named / "run.spec",
+        named / "00000000000000ab.jsa.tmp",
+    ]
     for p in (*ours, *theirs):
         p.write_text("x")
     (named / "00000000000000cd.13.tmp").symlink_to(outside)
@@ -580,7 +622,9 @@ def test_a_hostile_log_folder_is_not_used_nor_cleaned(
 # The check itself, on the cases the callers above do not reach.
 
 
-def test_private_dir_refuses_a_level_that_is_not_a_folder_and_cannot_make_one_under_a_file(tmp_path: Path) -> None:
+def test_private_dir_refuses_a_level_that_is_not_a_folder_and_cannot_make_one_under_a_file(
+    tmp_path: Path,
+) -> None:
     (tmp_path / "file").write_text("")
     with pytest.raises(private_dir.NotPrivate, match="not a folder"):
         private_dir.private_dir(tmp_path, ("file",))
