@@ -10,6 +10,10 @@ is then the one the driver runs on, which imports neardup. On a cluster the pack
 the executors with the tasks (spark-submit.sh's --py-files), after their daemon started, so
 pyspark's own daemon stays there.
 
+The daemon and its workers import nothing from the folder the run was started in
+(`SAFE_PATH`); the kernels' compiled code they load comes from a folder only this user can
+write to (kernels/numba_cache.py, neardup/private_dir.py), else they compile in memory.
+
 pyspark's daemon writes its port on stdout, so nothing here may print there; loading that
 fails leaves each worker to load what it calls, as without this module.
 
@@ -30,6 +34,12 @@ from pathlib import Path
 
 # Imported by the driver's session module, so the kernels are imported in `preload` only.
 MODULE = "neardup.runtime.pydaemon"
+# Spark starts the daemon as `python -m MODULE` in the JVM's working directory, the one the
+# user ran neardup in, and `-m` puts that directory first on the path: a `neardup/`, `numpy/`
+# or `pyspark/` someone left there (a shared folder, /tmp) would be imported in place of the
+# installed one, and run as the user in every worker. PYTHONSAFEPATH (Python 3.11+) leaves it
+# off; the workers import only installed packages and what Spark puts on PYTHONPATH.
+SAFE_PATH = "spark.executorEnv.PYTHONSAFEPATH"
 
 
 def without_spark_zips(path: list[str]) -> list[str]:

@@ -151,8 +151,10 @@ def start(
     # A local JVM launched here maps Spark's classes from an archive once one is built.
     archive = class_archive.plan({**settings, **conf}) if local and launching else None
     if local and launching:
-        # Its Python workers fork from a daemon that loaded the kernels (runtime/pydaemon.py).
+        # Its Python workers fork from a daemon that loaded the kernels (runtime/pydaemon.py),
+        # which imports nothing from the folder the run was started in (pydaemon.SAFE_PATH).
         settings[DAEMON_MODULE] = pydaemon.MODULE
+        settings[pydaemon.SAFE_PATH] = "1"
     global _archive
     _archive = archive
     if not _submitted():
