@@ -63,20 +63,29 @@ def _write_problem(st: os.stat_result) -> str | None:
     return f"mode {mode:04o}: {' and '.join(who)} can write to it" if who else None
 
 
+def _stat(path: Path, follow: bool) -> os.stat_result | str:
+    """`path`'s lstat, or for a symlink what is wrong with it, or (`follow`) the stat of
+    what it points to, the link itself being this user's or root's."""
+    st = os.lstat(path)
+    if not stat.S_ISLNK(st.st_mode):
+        return st
+    if not follow:
+        return f"a symlink (to {os.readlink(path)})"
+    link = _owner_problem(st)
+    if link is not None:
+        return f"a symlink {link}"
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return f"a symlink to nothing ({os.readlink(path)})"
+
+
 def folder_problem(path: Path, follow: bool = False) -> str | None:
     """Why `path` is not a folder of this user's alone (None: it is). `follow`: a symlink
     the user named is followed (its own owner checked too)."""
-    st = os.lstat(path)
-    if stat.S_ISLNK(st.st_mode):
-        if not follow:
-            return f"a symlink (to {os.readlink(path)})"
-        link = _owner_problem(st)
-        if link is not None:
-            return f"a symlink {link}"
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            return f"a symlink to nothing ({os.readlink(path)})"
+    st = _stat(path, follow)
+    if isinstance(st, str):
+        return st
     if not stat.S_ISDIR(st.st_mode):
         return "not a folder"
     return _owner_problem(st) or _write_problem(st)
@@ -85,24 +94,19 @@ def folder_problem(path: Path, follow: bool = False) -> str | None:
 def file_problem(path: Path) -> str | None:
     """Why the file `path` is not this user's alone to write (None: it is): a regular file
     (not a symlink), of this user's or root's, that no one else can write to."""
-    st = os.lstat(path)
+    st = _stat(path, follow=False)
+    if isinstance(st, str):
+        return st
     if not stat.S_ISREG(st.st_mode):
-        return "not a regular file" + (
-            f" (a symlink to {os.readlink(path)})" if stat.S_ISLNK(st.st_mode) else ""
-        )
+        return "not a regular file"
     return _owner_problem(st) or _write_problem(st)
 
 
 def _anchor_problem(path: Path) -> str | None:
-    st = os.lstat(path)
-    if stat.S_ISLNK(st.st_mode):
-        link = _owner_problem(st)
-        if link is not None:
-            return f"a symlink {link}"
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            return f"a symlink to nothing ({os.readlink(path)})"
+    """Why the folder neardup's folders sit in would let someone else replace them."""
+    st = _stat(path, follow=True)
+    if isinstance(st, str):
+        return st
     if not stat.S_ISDIR(st.st_mode):
         return "not a folder"
     owner = _owner_problem(st)
