@@ -41,6 +41,7 @@ REFRESH_SECONDS = 120.0
 STALE_SECONDS = 1800.0
 # Two runs taking over one stale lease at once: the loser sees the winner's and stops.
 _ATTEMPTS = 4
+_UNSURE = 10  # looks at a lease file being written
 
 
 @dataclass(frozen=True)
@@ -194,12 +195,31 @@ class LocalFiles:
     """Lease files on the local file system, through the OS."""
 
     def create(self, path: str, data: bytes) -> bool:
+        # Written whole under a name of our own, then linked to `path`: a link, like
+        # O_CREAT | O_EXCL, fails where the name exists, and a reader never sees the file
+        # half written. Where links are not supported, O_EXCL.
+        tmp = f"{path}.new-{uuid.uuid4().hex}"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+            try:
+                os.link(tmp, path)
+                return True
+            except FileExistsError:
+                return False
+            except OSError:
+                return self._create_exclusive(path, data)
+            finally:
+                os.remove(tmp)
+        except OSError as e:  # a read-only or missing folder
+            raise StorageError(f"cannot create the lease file {path}: {e.strerror}") from e
+
+    @staticmethod
+    def _create_exclusive(path: str, data: bytes) -> bool:
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
             return False
-        except OSError as e:  # a read-only or missing folder
-            raise StorageError(f"cannot create the lease file {path}: {e.strerror}") from e
         try:
             os.write(fd, data)
         finally:
@@ -292,7 +312,8 @@ class Lease:
         taken over with one warning."""
         here = here or Here.now()
         took_over: str | None = None
-        for _ in range(_ATTEMPTS):
+        unsure = 0
+        for _ in range(_ATTEMPTS + _UNSURE):
             mine = this_process(time.time())
             if files.create(path, mine.to_bytes()):
                 if took_over is not None:
@@ -302,7 +323,13 @@ class Lease:
             if found is None:
                 continue  # released meanwhile
             holder = Holder.parse(found)
-            reason = stale_reason(holder, files.modified(path), time.time(), here)
+            modified = files.modified(path)
+            if holder is None and unsure < _UNSURE and modified is not None and time.time() - modified < 5:
+                # Being written (a create through Hadoop is not atomic on object stores): look again.
+                unsure += 1
+                time.sleep(0.1)
+                continue
+            reason = stale_reason(holder, modified, time.time(), here)
             if reason is None:
                 raise LockedError(_locked(what, holder, path))
             # Set the stale file aside under a name of our own (a rename: of two runs doing
