@@ -78,7 +78,9 @@ def test_an_old_lease_of_a_live_process_on_this_host_is_still_held(tmp_path: Pat
         L.Lease.acquire(FILES, str(path), "output out")
 
 
-def test_a_dead_holder_is_taken_over_with_one_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_dead_holder_is_taken_over_with_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "lock"
     dead = _dead_pid()
     _write(path, pid=dead)
@@ -107,7 +109,7 @@ def test_another_hosts_lease_is_stale_only_after_the_documented_age(tmp_path: Pa
     path = tmp_path / "lock"
     now = time.time()
     _write(path, host="elsewhere.example", pid=1, refreshed=now - L.STALE_SECONDS + 60)
-    with pytest.raises(LockedError, match="on host elsewhere.example"):
+    with pytest.raises(LockedError, match=r"on host elsewhere\.example"):
         L.Lease.acquire(FILES, str(path), "index idx")
     _write(path, host="elsewhere.example", pid=1, refreshed=now - L.STALE_SECONDS - 60)
     got = L.Lease.acquire(FILES, str(path), "index idx")
@@ -150,7 +152,8 @@ def test_refreshing_rewrites_the_time(tmp_path: Path) -> None:
         while json.loads(path.read_text())["refreshed"] == first and time.time() < deadline:
             time.sleep(0.05)
         d = json.loads(path.read_text())
-        assert d["refreshed"] > first and d["token"] == got.holder.token and d["started"] == got.holder.started
+        assert d["refreshed"] > first and d["token"] == got.holder.token
+        assert d["started"] == got.holder.started
     assert not path.exists()
 
 
