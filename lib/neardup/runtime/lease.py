@@ -1,10 +1,12 @@
 """A lease: one run at a time on an output or an index.
 
 A run that writes an output or an index first creates its lease file, atomically and only
-if there is none: on a local file system with `os.open(O_CREAT | O_EXCL)`, elsewhere with
-Hadoop's `FileSystem.create(path, overwrite=false)` (atomic on HDFS; on object stores such
-as S3 it is a check then a put, so two runs starting in the same instant could both
-succeed: docs/operations.md says so). The file is JSON naming the holder: host, boot, pid
+if there is none: on a local file system written whole under a name of its own and linked
+into place (`os.link`, which like `O_CREAT | O_EXCL` fails where the name exists; O_EXCL
+itself where links are not supported), elsewhere with Hadoop's
+`FileSystem.create(path, overwrite=false)` (atomic on HDFS; on object stores such as S3 a
+check then a put, so two runs starting in the same instant could both succeed:
+docs/operations.md says so). The file is JSON naming the holder: host, boot, pid
 (and the process's start on Linux), when it started and when it last refreshed the lease.
 
 A second run finds the file and stops at once (LockedError, exit 6, naming the holder),
