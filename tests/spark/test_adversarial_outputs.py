@@ -306,3 +306,37 @@ def test_the_lease_is_released_after_a_failure(
             neardup(capsys, *_dedup(inp, out))
     _no_lease(out)
     assert (tmp_path / "out.neardup-staging" / "_neardup-staging").exists()
+
+
+# --- the lease through Hadoop's FileSystem API (what HDFS and object stores take) -------------
+
+
+def test_a_lease_through_hadoop(spark: Any, tmp_path: Path) -> None:
+    """The same lease rules through Hadoop's API (here its local file system, whose
+    `create(path, overwrite=false)` refuses an existing file as HDFS does)."""
+    from neardup.errors import LockedError
+    from neardup.runtime.fs import FileSystem
+    from neardup.runtime.lease import HadoopFiles, Lease
+
+    path = f"file:{tmp_path}/out.neardup-lock"
+    files = HadoopFiles(FileSystem.for_path(spark, path))
+    got = Lease.acquire(files, path, "output out")
+    assert json.loads((tmp_path / "out.neardup-lock").read_text())["token"] == got.holder.token
+    with pytest.raises(LockedError, match=f"pid {os.getpid()} on host"):
+        Lease.acquire(files, path, "output out")
+    assert got.refresh()
+    got.release()
+    assert not (tmp_path / "out.neardup-lock").exists()
+    _lease(tmp_path / "out.neardup-lock", _dead_pid())
+    again = Lease.acquire(files, path, "output out")  # stale: taken over
+    again.release()
+    assert not [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")]
+
+
+def test_hadoop_resolves_the_existing_part_and_keeps_the_rest(spark: Any, tmp_path: Path) -> None:
+    from neardup.runtime.fs import FileSystem
+
+    (tmp_path / "a").mkdir()
+    fs = FileSystem.for_path(spark, f"file:{tmp_path}")
+    assert fs.resolved(f"file:{tmp_path}/a/new/deeper") == f"file:{tmp_path}/a/new/deeper"
+    assert fs.resolved(f"file:{tmp_path}/a") == f"file:{tmp_path}/a"
