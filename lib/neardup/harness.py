@@ -234,13 +234,13 @@ def opened_run(spark: SparkSession, cfg: Config, input_path: str, claim: Claim) 
     finished stages), mark the folder as ours, and yield the run's context; its cached
     frames and session settings are released at the end."""
     paths, fs = claim.paths, claim.fs
-    if fs.exists(paths.staging):
-        for name in fs.list_names(paths.staging):
-            if name not in ("_work", outputs.STAGING_MARKER):
-                fs.delete(paths.staged(name))
+    # The marker first: a run stopped anywhere after this leaves a folder known as ours.
+    fs.write_bytes(paths.staged(outputs.STAGING_MARKER), b"")
+    for name in fs.list_names(paths.staging):
+        if name not in ("_work", outputs.STAGING_MARKER):
+            fs.delete(paths.staged(name))
     fs.delete(f"{paths.work}/checkpoints")
     fs.mkdirs(paths.work)
-    fs.write_bytes(paths.staged(outputs.STAGING_MARKER), b"")
     spark.sparkContext.setCheckpointDir(f"{paths.work}/checkpoints")
     with job_stages(spark) as run:
         r = RunContext(
