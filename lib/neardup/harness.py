@@ -3,17 +3,20 @@ plan, the broadcast bound, the stage log, the report's envelope and atomic publi
 
 A command (commands/dedup.py, decontaminate.py; index.py on `job_stages`) is a list of stages on it:
 
-    with opened_run(spark, cfg, input_path, output) as r:
-        inp = r.stage("read", input_path, read_stage)
-        ...                      # the command's own stages, each taking values, returning values
-    report = envelope(r, started, inp, "dedup", counts, sections)
-    publish(r.fs, r.paths, report, files)
+    with claimed_output(spark, cfg, input_path, output) as claim:   # checked, leased
+        with opened_run(spark, cfg, input_path, claim) as r:
+            inp = r.stage("read", input_path, read_stage)
+            ...                  # the command's own stages, each taking values, returning values
+        report = envelope(r, started, inp, "dedup", counts, sections)
+        publish(r.fs, r.paths, report, files)
 
-Everything is written under a staging directory beside the output
-(`<output>.neardup-staging`) and moved into place only after the command's own checks
-pass; `_SUCCESS` is written last. A crash at any point leaves the previous output (or
-none) and a staging directory, never output that looks complete. Stage results kept under
-`_work/` are reused by a rerun with the same fingerprint (runtime/workdir.py).
+The output is claimed first (runtime/outputs.py: its path resolved and apart from the
+input, ours to replace, its lease held until publication). Everything is written under a
+staging directory beside the output (`<output>.neardup-staging`) and moved into place
+only after the command's own checks pass; `_SUCCESS` is written last. A crash at any
+point leaves the previous output (or none) and a staging directory, never output that
+looks complete. Stage results kept under `_work/` are reused by a rerun with the same
+fingerprint (runtime/workdir.py).
 
 The context holds what every command has (session, config, paths, work directory, stage
 log, cached frames) and nothing of one command's: a command's state goes from stage to
@@ -40,9 +43,8 @@ from pyspark.sql import functions as F
 
 from neardup import __version__
 from neardup.config import Config
-from neardup.errors import UsageError
 from neardup.kernels.signatures import SignParams
-from neardup.runtime import pydaemon
+from neardup.runtime import outputs, pydaemon
 from neardup.runtime.fs import FileSystem
 from neardup.runtime.jobgroups import JobGroups
 from neardup.runtime.memory import BatchSizes, human, slot_share
@@ -194,15 +196,49 @@ class RunContext(Stages):
         super().close()
 
 
+@dataclass(frozen=True)
+class Claim:
+    """An output checked (runtime/outputs.py: paths resolved and apart from what the run
+    reads, ours to replace) whose lease this run holds."""
+
+    paths: Paths
+    fs: FileSystem
+
+
 @contextlib.contextmanager
-def opened_run(spark: SparkSession, cfg: Config, input_path: str, output: str) -> Iterator[RunContext]:
-    """Check the paths, clear what a failed run left (but its finished stages), and yield
-    the run's context; its cached frames and session settings are released at the end."""
-    paths, fs = _paths(spark, input_path, output, cfg)
-    if fs.exists(paths.staging):
-        for name in fs.list_names(paths.staging):
-            if name != "_work":
-                fs.delete(paths.staged(name))
+def claimed_output(
+    spark: SparkSession,
+    cfg: Config,
+    input_path: str,
+    output: str,
+    apart: Mapping[str, str] | None = None,
+) -> Iterator[Claim]:
+    """The output's paths, checked, with the lease on the output held until the block ends
+    (the run and its publication). `apart`: other paths the run reads (a reference, an
+    index; name -> path) that must not overlap the output either. Nothing is deleted or
+    written (but the lease) before every check has passed."""
+    fs = FileSystem.for_path(spark, output)
+    out = outputs.resolve(spark, output)
+    others = [] if cfg.input.format == "table" else [("input", input_path)]
+    others += list((apart or {}).items())
+    outputs.check_apart(spark, output, out, others)
+    # The lease before the output is looked at: a run that holds it may be publishing.
+    with outputs.output_lease(fs, out, output):
+        outputs.check_output(fs, out, output, cfg.output.overwrite)
+        yield Claim(Paths(output=out, staging=out + outputs.STAGING_SUFFIX), fs)
+
+
+@contextlib.contextmanager
+def opened_run(spark: SparkSession, cfg: Config, input_path: str, claim: Claim) -> Iterator[RunContext]:
+    """Clear what a failed run left in the claimed output's staging folder (but its
+    finished stages), mark the folder as ours, and yield the run's context; its cached
+    frames and session settings are released at the end."""
+    paths, fs = claim.paths, claim.fs
+    # The marker first: a run stopped anywhere after this leaves a folder known as ours.
+    fs.write_bytes(paths.staged(outputs.STAGING_MARKER), b"")
+    for name in fs.list_names(paths.staging):
+        if name not in ("_work", outputs.STAGING_MARKER):
+            fs.delete(paths.staged(name))
     fs.delete(f"{paths.work}/checkpoints")
     fs.mkdirs(paths.work)
     spark.sparkContext.setCheckpointDir(f"{paths.work}/checkpoints")
@@ -214,20 +250,6 @@ def opened_run(spark: SparkSession, cfg: Config, input_path: str, output: str) -
             yield r
         finally:
             r.close()
-
-
-def _paths(spark: SparkSession, input_path: str, output: str, cfg: Config) -> tuple[Paths, FileSystem]:
-    fs = FileSystem.for_path(spark, output)
-    out = fs.qualify(output.rstrip("/"))
-    if cfg.input.format != "table":
-        src = FileSystem.for_path(spark, input_path).qualify(input_path.rstrip("/"))
-        if out == src or out.startswith(src + "/"):
-            raise UsageError(f"output {output} is inside input {input_path}; choose another output path")
-        if src.startswith(out + "/"):
-            raise UsageError(f"input {input_path} is inside output {output}; --overwrite would delete it")
-    if fs.exists(out) and not cfg.output.overwrite:
-        raise UsageError(f"output {output} already exists; pass --overwrite to replace it")
-    return Paths(output=out, staging=f"{out}.neardup-staging"), fs
 
 
 # --- the read -----------------------------------------------------------------------------
@@ -424,6 +446,8 @@ def publish(fs: FileSystem, paths: Paths, report: dict[str, Any], files: dict[st
     fs.write_bytes(paths.staged("report.json"), (json.dumps(report, indent=2, default=str) + "\n").encode())
     for name, data in files.items():
         fs.write_bytes(paths.staged(name), data)
+    # Staging is known as ours by its report.json from here (runtime/outputs.py).
+    fs.delete(paths.staged(outputs.STAGING_MARKER))
     fs.delete(paths.output)
     fs.rename(paths.staging, paths.output)
     fs.write_bytes(paths.final("_SUCCESS"), b"")

@@ -22,13 +22,13 @@ from pyspark.sql import functions as F
 
 from neardup import columns as C
 from neardup.config import Config
-from neardup.errors import UsageError
 from neardup.harness import (
     Counts,
     ReadResult,
     Result,
     RunContext,
     broadcastable,
+    claimed_output,
     counted,
     envelope,
     opened_run,
@@ -36,7 +36,6 @@ from neardup.harness import (
     read_stage,
 )
 from neardup.kernels.contamination import REASON_NEAR, REASON_NGRAM, REF, DeconParams
-from neardup.runtime.fs import FileSystem
 from neardup.runtime.jobgroups import count
 from neardup.runtime.sizing import writer_options
 from neardup.runtime.workdir import fingerprint, input_fingerprint
@@ -59,32 +58,23 @@ def decon_params(cfg: Config) -> DeconParams:
 
 def run(spark: SparkSession, cfg: Config, input_path: str, reference_path: str, output: str) -> Result:
     """Decontaminate `input_path` against `reference_path` into `output`; returns the report
-    also written to report.json."""
+    also written to report.json. The reference, like the input, must not overlap the output
+    (harness.claimed_output): --overwrite replaces the output."""
     started = time.time()
-    _check_reference_path(spark, reference_path, output)
     params = decon_params(cfg)
-    with opened_run(spark, cfg, input_path, output) as r:
-        # The reference first: a reference that is too large or malformed stops the run
-        # before the corpus is read.
-        ref = r.stage("reference", reference_path, _reference, reference_path, params)
-        inp = r.stage("read", input_path, read_stage)
-        found = r.stage("match", count(inp.rows - inp.malformed_rows, "documents"), _match, inp, ref, params)
-        r.stage("write", count(found.removed, "removed"), _write, inp, ref, found)
-        r.stage("check", count(inp.rows, "rows"), _check, inp)
-    report = _report(r, started, inp, reference_path, ref, params)
-    publish(r.fs, r.paths, report, {})
+    with claimed_output(spark, cfg, input_path, output, {"reference": reference_path}) as claim:
+        with opened_run(spark, cfg, input_path, claim) as r:
+            # The reference first: a reference that is too large or malformed stops the run
+            # before the corpus is read.
+            ref = r.stage("reference", reference_path, _reference, reference_path, params)
+            inp = r.stage("read", input_path, read_stage)
+            n = count(inp.rows - inp.malformed_rows, "documents")
+            found = r.stage("match", n, _match, inp, ref, params)
+            r.stage("write", count(found.removed, "removed"), _write, inp, ref, found)
+            r.stage("check", count(inp.rows, "rows"), _check, inp)
+        report = _report(r, started, inp, reference_path, ref, params)
+        publish(r.fs, r.paths, report, {})
     return Result(r.paths.output, report)
-
-
-def _check_reference_path(spark: SparkSession, reference: str, output: str) -> None:
-    """--overwrite deletes the output: it must not hold the reference, nor sit inside it."""
-    fs = FileSystem.for_path(spark, output)
-    out = fs.qualify(output.rstrip("/"))
-    ref = FileSystem.for_path(spark, reference).qualify(reference.rstrip("/"))
-    if ref == out or ref.startswith(out + "/"):
-        raise UsageError(f"reference {reference} is inside output {output}; --overwrite would delete it")
-    if out.startswith(ref + "/"):
-        raise UsageError(f"output {output} is inside reference {reference}; choose another output path")
 
 
 def _reference(r: RunContext, path: str, params: DeconParams) -> tuple[_Loaded, Counts]:

@@ -38,12 +38,14 @@ from pyspark.sql.types import StructType
 from neardup import columns as C
 from neardup.config import Config
 from neardup.harness import (
+    Claim,
     Counts,
     Paths,
     ReadResult,
     Result,
     RunContext,
     broadcastable,
+    claimed_output,
     counted,
     envelope,
     open_input,
@@ -208,12 +210,18 @@ def fingerprints(
 def run(spark: SparkSession, cfg: Config, input_path: str, output: str, against: str | None = None) -> Result:
     """Run the whole job; returns the report also written to report.json. `against`: an
     index (neardup index build) to deduplicate the input against as well."""
+    with claimed_output(spark, cfg, input_path, output, {"index": against} if against else None) as claim:
+        return _run(spark, cfg, input_path, claim, against)
+
+
+def _run(spark: SparkSession, cfg: Config, input_path: str, claim: Claim, against: str | None) -> Result:
+    """`run` on its claimed output (paths checked, lease held until publication)."""
     started = time.time()
     check_renderer(cfg)
     summary: Summary | None = None
     # An index built with other parameters is refused before any work.
     index = open_index(spark, against, sign_params(cfg), cfg.verify.method) if against else None
-    with opened_run(spark, cfg, input_path, output) as r:
+    with opened_run(spark, cfg, input_path, claim) as r:
         inp = r.stage("read", input_path, read_stage)
         digest = index.manifest.digest(index.store.path) if index is not None else None
         fps = fingerprints(cfg, inp.params, inp.files, inp.table, digest)

@@ -25,6 +25,7 @@ from neardup import columns as C
 from neardup.config import Config
 from neardup.errors import InvariantError, UsageError
 from neardup.harness import Counts, Opened, Stages, broadcastable, job_stages, open_input, plan_memory
+from neardup.runtime import outputs
 from neardup.runtime.fs import FileSystem
 from neardup.runtime.indexstore import (
     DOCS,
@@ -68,20 +69,42 @@ class IndexResult:
 def build(spark: SparkSession, cfg: Config, input_path: str, index_path: str, overwrite: bool) -> IndexResult:
     """A new index of `input_path`'s documents (a deduplicated corpus) at `index_path`."""
     store = IndexStore(spark, index_path)
-    current = store.current()
-    if current is not None and not overwrite:
-        raise UsageError(
-            f"index {index_path} already exists; neardup index add appends to it, --overwrite replaces it"
-        )
-    return _append(spark, cfg, input_path, store, current, replace_all=True)
+    where = _claim(spark, cfg, input_path, store)
+    with outputs.index_lease(store.fs, where, index_path):
+        current = store.current()
+        if current is not None and not overwrite:
+            raise UsageError(
+                f"index {index_path} already exists; neardup index add appends to it, --overwrite replaces it"
+            )
+        return _append(spark, cfg, input_path, store, current, replace_all=True)
 
 
 def add(spark: SparkSession, cfg: Config, input_path: str, index_path: str) -> IndexResult:
     """Append `input_path`'s documents (a batch's kept/) to the index at `index_path`."""
     store = IndexStore(spark, index_path)
-    current = store.require()
-    check_compatible(current, sign_params(cfg), index_path)
-    return _append(spark, cfg, input_path, store, current, replace_all=False)
+    where = _claim(spark, cfg, input_path, store)
+    store.require()  # before the lease, which would make the folder
+    with outputs.index_lease(store.fs, where, index_path):
+        current = store.require()
+        check_compatible(current, sign_params(cfg), index_path)
+        return _append(spark, cfg, input_path, store, current, replace_all=False)
+
+
+def _claim(spark: SparkSession, cfg: Config, input_path: str, store: IndexStore) -> str:
+    """The index's resolved path, once it is known to be apart from the input (the texts
+    must stay as indexed: an index among them would change their listing) and to hold
+    nothing but an index (runtime/outputs.py). Nothing is written."""
+    if cfg.input.format == "table":
+        raise UsageError(
+            "an index records the files its texts are in, and a catalog table has none: "
+            "write the table to Parquet and index that"
+        )
+    where = outputs.resolve(spark, store.shown)
+    source = outputs.resolve(spark, input_path)
+    if outputs.inside(source, where) or outputs.inside(where, source):
+        raise UsageError(f"index {store.shown} and input {input_path} must not be inside one another")
+    outputs.check_index(store.fs, where, store.shown)
+    return where
 
 
 def _append(
@@ -94,15 +117,7 @@ def _append(
 ) -> IndexResult:
     """The stage list: read -> sign -> write (a new segment) -> commit."""
     started = time.time()
-    if cfg.input.format == "table":
-        raise UsageError(
-            "an index records the files its texts are in, and a catalog table has none: "
-            "write the table to Parquet and index that"
-        )
     source = FileSystem.for_path(spark, input_path).qualify(input_path.rstrip("/"))
-    if source == store.path or store.path.startswith(source + "/") or source.startswith(store.path + "/"):
-        # The texts must stay as indexed: an index among them would change their listing.
-        raise UsageError(f"index {store.shown} and input {input_path} must not be inside one another")
     appended = base if base is not None and not replace_all else None
     signatures = appended.signatures if appended is not None else cfg.verify.method == "signature"
     with job_stages(spark) as run:

@@ -88,3 +88,38 @@ class FileSystem:
     def is_empty_dir(self, path: str) -> bool:
         """A directory with no data files (names starting with _ or . are metadata)."""
         return self.is_dir(path) and not [n for n in self.list_names(path) if not n.startswith(("_", "."))]
+
+    # --- for leases (runtime/lease.py) ---
+
+    def create_new(self, path: str, data: bytes) -> bool:
+        """Create `path` holding `data` only if no file is there: False if one is.
+        `create(path, overwrite=false)` is atomic on HDFS; on object stores a check, then
+        a put."""
+        try:
+            out = self._fs.create(self._path(path), False)
+        except Exception:
+            if self.exists(path):
+                return False
+            raise
+        try:
+            out.write(bytearray(data))
+        finally:
+            out.close()
+        return True
+
+    def moved(self, src: str, dst: str) -> bool:
+        """Rename `src` to `dst`; False where Hadoop did not (`src` gone, `dst` there)."""
+        return bool(self._fs.rename(self._path(src), self._path(dst)))
+
+    def resolved(self, path: str) -> str:
+        """`path` qualified, with the links of its deepest existing ancestor resolved
+        (FileSystem.resolvePath, which follows symlinks where the file system has them)."""
+        jpath = self._fs.makeQualified(self._path(path))
+        rest: list[str] = []
+        while jpath is not None and not self._fs.exists(jpath):
+            rest.append(str(jpath.getName()))
+            jpath = jpath.getParent()
+        if jpath is None:
+            return self.qualify(path)
+        base = str(self._fs.resolvePath(jpath).toString()).rstrip("/")
+        return "/".join([base, *reversed(rest)])
