@@ -5,11 +5,19 @@ publication (rename) and the small files (report.json, _SUCCESS) the job writes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from pyspark.sql import SparkSession
 
 from neardup.runtime.java import java_class
+
+
+class Listed(NamedTuple):
+    """A file found by `FileSystem.list_files`."""
+
+    path: str  # qualified, as the file system names it
+    size: int  # bytes
+    status: Any  # Hadoop's FileStatus, for reading the file without asking for it again
 
 
 class FileSystem:
@@ -84,6 +92,30 @@ class FileSystem:
         while files.hasNext():
             total += int(files.next().getLen())
         return total
+
+    def list_files(self, path: str) -> list[Listed]:
+        """Every file under `path`, recursively, in one listing (a flat one on object stores;
+        Hadoop's local checksum files hidden, as its listings do)."""
+        files = self._fs.listFiles(self._path(path), True)
+        out = []
+        while files.hasNext():
+            st = files.next()
+            out.append(Listed(str(st.getPath().toString()), int(st.getLen()), st))
+        return out
+
+    def parquet_rows(self, file: Listed) -> int:
+        """A Parquet file's row count from its footer alone (the footer's length, then the
+        footer: two short reads at the file's end, on any scheme)."""
+        jvm: Any = self._spark._jvm
+        jsc: Any = self._spark._jsc
+        found = java_class(jvm, "org.apache.parquet.hadoop.util.HadoopInputFile").fromStatus(
+            file.status, jsc.hadoopConfiguration()
+        )
+        reader = java_class(jvm, "org.apache.parquet.hadoop.ParquetFileReader").open(found)
+        try:
+            return int(reader.getRecordCount())
+        finally:
+            reader.close()
 
     def is_empty_dir(self, path: str) -> bool:
         """A directory with no data files (names starting with _ or . are metadata)."""
