@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from neardup.errors import IndexDamagedError, IndexRefusedError
+from neardup.runtime.failures import java_cause
 from neardup.runtime.indexfiles import count_problem, damaged, data_files, segment_problem
 from neardup.runtime.indexstore import DOCS, KEYS, SIGNATURES, IndexFile, IndexStore, Manifest
 from neardup.runtime.memory import human
@@ -60,13 +61,9 @@ def verify(spark: SparkSession, index_path: str) -> Verified:
         for path, listed in sorted(found.items()):
             try:
                 footers[path] = store.fs.parquet_rows(listed)
-            except Exception as e:  # Py4J's error: the footer is not Parquet's
-                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                raise IndexDamagedError(
-                    damaged(
-                        store.shown, seg, f"its file {path} has no readable Parquet footer ({first[:200]})"
-                    )
-                ) from e
+            except Exception as e:  # Py4J's error: the footer is not Parquet's, or not readable
+                problem = f"its file {path} cannot be read: its footer ({java_cause(e)[:200]})"
+                raise IndexDamagedError(damaged(store.shown, seg, problem)) from e
         for f in seg.files or ():
             if footers[f.path] != f.rows:
                 problem = f"its file {f.path}'s footer says {footers[f.path]:,} rows, the manifest {f.rows:,}"

@@ -162,6 +162,19 @@ def unreadable_file(e: BaseException) -> tuple[str, str] | None:
     return m.group(1), causes[-1].strip() if causes else "unreadable"
 
 
+_JAVA_EXCEPTION = re.compile(r"^(?:: |Caused by: )[\w.$]+: (.+)$", re.MULTILINE)
+
+
+def java_cause(e: BaseException) -> str:
+    """The deepest Java exception's message in a Py4J error's text (its first line names
+    only the method called), else the first line."""
+    text = str(e).strip()
+    found = _JAVA_EXCEPTION.findall(text)
+    if found:
+        return str(found[-1]).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
 def input_error_from(e: BaseException) -> InputDataError | None:
     """A Spark failure caused by an unreadable input file (truncated or corrupt Parquet,
     a bad gzip stream) -> an input error naming the file, else None."""

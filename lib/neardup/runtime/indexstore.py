@@ -40,8 +40,9 @@ from pyspark.sql import SparkSession
 
 from neardup import __version__
 from neardup import columns as C
-from neardup.errors import IndexRefusedError, NeardupError, UsageError
+from neardup.errors import IndexDamagedError, IndexRefusedError, NeardupError, UsageError
 from neardup.kernels.signatures import SignParams, band_keys_of, sign_batch
+from neardup.runtime.failures import java_cause
 from neardup.runtime.fs import FileSystem
 
 FORMAT = "neardup-index"
@@ -253,7 +254,13 @@ class IndexStore:
         if not versions:
             return None
         name = f"{self._manifests()}/v{versions[-1]:08d}.json"
-        return Manifest.from_json(self.fs.read_text(name), f"index {self.shown} ({name})")
+        try:
+            text = self.fs.read_text(name)
+        except Exception as e:  # Py4J's error: a checksum error, a read that failed
+            raise IndexDamagedError(
+                f"index {self.shown} is damaged: its manifest {name} cannot be read ({java_cause(e)[:200]})"
+            ) from e
+        return Manifest.from_json(text, f"index {self.shown} ({name})")
 
     def require(self) -> Manifest:
         found = self.current()
