@@ -15,6 +15,7 @@ from neardup.runtime.indexfiles import (
     count_problem,
     data_files,
     is_data,
+    parts_of,
     relative,
     same_path,
     segment_problem,
@@ -35,9 +36,7 @@ def _segment(files: tuple[IndexFile, ...] | None = FILES) -> Segment:
 
 
 def _listing(*files: tuple[str, int]) -> dict[str, Listed]:
-    return data_files(
-        [Listed(f"file:///idx/segments/v00000001-{'a' * 32}/{p}", n, None) for p, n in files], SEG
-    )
+    return data_files([Listed(f"file:///idx/segments/v00000001-{'a' * 32}/{p}", n) for p, n in files], SEG)
 
 
 def test_paths_of_one_file_system_compare_alike() -> None:
@@ -54,6 +53,10 @@ def test_only_what_spark_reads_is_data() -> None:
     assert is_data("signatures/part-0.parquet")
     assert not is_data("docs/_SUCCESS") and not is_data("keys/band=3/.part-0.parquet.crc")
     assert not is_data("keys/_temporary/0/part-0.parquet") and not is_data("notes.txt")
+    assert parts_of(["keys/band=0/a.parquet", "keys/band=1/b.parquet", "signatures/c.parquet"]) == [
+        "keys",
+        "signatures",
+    ]
 
 
 def test_a_listing_as_recorded_is_sound() -> None:

@@ -85,7 +85,7 @@ def add(spark: SparkSession, cfg: Config, input_path: str, index_path: str) -> I
     current = store.require()
     check_compatible(current, sign_params(cfg), index_path)
     checked_files(store, current)
-    current = with_files_recorded(store, current, cfg.bands)
+    current = with_files_recorded(spark, store, current, cfg.bands)
     with index_read_errors(store, current):
         return _append(spark, cfg, input_path, store, current, replace_all=False)
 
@@ -206,7 +206,7 @@ def _write(
     where = store.segment_dir(name)
     write_segment(signed.numbered, where, writer_options(signed.batches, None), signatures)
     _check_segment(run.spark, where, signed.indexed, cfg.bands)
-    files = record(store.fs, where)
+    files = record(run.spark, store.fs, where)
     return files, {"files": len(files), "bytes": sum(f.size for f in files)}
 
 
@@ -235,7 +235,7 @@ def _manifest(
     return replace(base, version=version, segments=(*base.segments, segment), created=now)
 
 
-def with_files_recorded(store: IndexStore, manifest: Manifest, bands: int) -> Manifest:
+def with_files_recorded(spark: SparkSession, store: IndexStore, manifest: Manifest, bands: int) -> Manifest:
     """`manifest` with the files of its segments that list none (an older neardup's) recorded
     as they are now, once their footers' row counts agree with the segments' document counts
     (a missing file would not); the next version commits them."""
@@ -244,7 +244,7 @@ def with_files_recorded(store: IndexStore, manifest: Manifest, bands: int) -> Ma
     segments = []
     for seg in manifest.segments:
         if seg.files is None:
-            files = record(store.fs, store.segment_dir(seg.name))
+            files = record(spark, store.fs, store.segment_dir(seg.name))
             seg = replace(seg, files=files)
             rows = {part: sum(f.rows for f in files if f.part == part) for part in (KEYS, DOCS, SIGNATURES)}
             problem = count_problem(seg, rows, bands, manifest.signatures)

@@ -12,13 +12,22 @@ sound index; IndexDamagedError (one line, exit 4) names the first damage found.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
 from neardup.errors import IndexDamagedError, IndexRefusedError
-from neardup.runtime.failures import java_cause
-from neardup.runtime.indexfiles import count_problem, damaged, data_files, segment_problem
+from neardup.runtime.indexfiles import (
+    by_segment,
+    count_problem,
+    damaged,
+    data_files,
+    footer_rows,
+    parts_of,
+    segment_problem,
+)
 from neardup.runtime.indexstore import DOCS, KEYS, SIGNATURES, IndexFile, IndexStore, Manifest
 from neardup.runtime.memory import human
 from neardup.stages.against import check_unchanged, unreadable_index_file
@@ -50,39 +59,31 @@ def verify(spark: SparkSession, index_path: str) -> Verified:
     bands = int(manifest.params["lsh.bands"])
     root = f"{store.path}/segments"
     listing = store.fs.list_files(root) if store.fs.is_dir(root) else []
+    found = {s.name: data_files(listing, store.segment_dir(s.name)) for s in manifest.segments}
+    for seg in manifest.segments:
+        problem = segment_problem(seg, found[seg.name]) if seg.files is not None else None
+        if problem is not None:
+            raise IndexDamagedError(damaged(store.shown, seg, problem))
+    parts = [f"{store.segment_dir(s.name)}/{p}" for s in manifest.segments for p in parts_of(found[s.name])]
+    with _unreadable_is_damage(store, manifest):
+        footers = by_segment(footer_rows(spark, parts), store, manifest)
     recorded: dict[str, tuple[IndexFile, ...]] = {}
     for seg in manifest.segments:
-        found = data_files(listing, store.segment_dir(seg.name))
-        if seg.files is not None:
-            problem = segment_problem(seg, found)
-            if problem is not None:
+        listed = seg.files or tuple(
+            IndexFile(p, f.size, footers.get((seg.name, p), 0)) for p, f in sorted(found[seg.name].items())
+        )
+        for f in listed:
+            footer = footers.get((seg.name, f.path), 0)
+            if footer != f.rows:
+                problem = f"its file {f.path}'s footer says {footer:,} rows, the manifest {f.rows:,}"
                 raise IndexDamagedError(damaged(store.shown, seg, problem))
-        footers = {}
-        for path, listed in sorted(found.items()):
-            try:
-                footers[path] = store.fs.parquet_rows(listed)
-            except Exception as e:  # Py4J's error: the footer is not Parquet's, or not readable
-                problem = f"its file {path} cannot be read: its footer ({java_cause(e)[:200]})"
-                raise IndexDamagedError(damaged(store.shown, seg, problem)) from e
-        for f in seg.files or ():
-            if footers[f.path] != f.rows:
-                problem = f"its file {f.path}'s footer says {footers[f.path]:,} rows, the manifest {f.rows:,}"
-                raise IndexDamagedError(damaged(store.shown, seg, problem))
-        recorded[seg.name] = seg.files or tuple(IndexFile(p, found[p].size, n) for p, n in footers.items())
-        rows = {
-            part: sum(f.rows for f in recorded[seg.name] if f.part == part)
-            for part in (KEYS, DOCS, SIGNATURES)
-        }
+        rows = {part: sum(f.rows for f in listed if f.part == part) for part in (KEYS, DOCS, SIGNATURES)}
         problem = count_problem(seg, rows, bands, manifest.signatures)
         if problem is not None:
             raise IndexDamagedError(damaged(store.shown, seg, problem))
-    try:
-        read = rows_read(spark, store, manifest)
-    except Exception as e:
-        what = unreadable_index_file(e, store, manifest)
-        if what is None:
-            raise
-        raise IndexDamagedError(f"{what} (neardup index build --overwrite rebuilds the index)") from e
+        recorded[seg.name] = listed
+    with _unreadable_is_damage(store, manifest):
+        read = rows_read(spark, store, manifest, found)
     for seg in manifest.segments:
         for f in recorded[seg.name]:
             got = read.get((seg.name, f.path), 0)
@@ -108,6 +109,18 @@ def verify(spark: SparkSession, index_path: str) -> Verified:
         texts_changed,
         round(time.time() - started, 3),
     )
+
+
+@contextmanager
+def _unreadable_is_damage(store: IndexStore, manifest: Manifest) -> Iterator[None]:
+    """Spark's failure to read one of the index's files -> IndexDamagedError naming it."""
+    try:
+        yield
+    except Exception as e:
+        what = unreadable_index_file(e, store, manifest)
+        if what is None:
+            raise
+        raise IndexDamagedError(f"{what} (neardup index build --overwrite rebuilds the index)") from e
 
 
 def verify_summary(index_path: str, v: Verified) -> str:

@@ -17,7 +17,6 @@ class Listed(NamedTuple):
 
     path: str  # qualified, as the file system names it
     size: int  # bytes
-    status: Any  # Hadoop's FileStatus, for reading the file without asking for it again
 
 
 class FileSystem:
@@ -100,22 +99,8 @@ class FileSystem:
         out = []
         while files.hasNext():
             st = files.next()
-            out.append(Listed(str(st.getPath().toString()), int(st.getLen()), st))
+            out.append(Listed(str(st.getPath().toString()), int(st.getLen())))
         return out
-
-    def parquet_rows(self, file: Listed) -> int:
-        """A Parquet file's row count from its footer alone (the footer's length, then the
-        footer: two short reads at the file's end, on any scheme)."""
-        jvm: Any = self._spark._jvm
-        jsc: Any = self._spark._jsc
-        found = java_class(jvm, "org.apache.parquet.hadoop.util.HadoopInputFile").fromStatus(
-            file.status, jsc.hadoopConfiguration()
-        )
-        reader = java_class(jvm, "org.apache.parquet.hadoop.ParquetFileReader").open(found)
-        try:
-            return int(reader.getRecordCount())
-        finally:
-            reader.close()
 
     def is_empty_dir(self, path: str) -> bool:
         """A directory with no data files (names starting with _ or . are metadata)."""

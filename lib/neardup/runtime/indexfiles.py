@@ -2,8 +2,10 @@
 and what is checked before the index is used (`dedup --against`, `index add`).
 
 Recording lists the new segment's data files (one listing through Hadoop's FileSystem, so
-every scheme) and reads each one's row count from its Parquet footer (two short reads at the
-file's end, a few in parallel on the driver: no Spark job, no data page read).
+every scheme) and takes each one's row count from its Parquet footer: one Spark job that
+selects no column of them, so the reader counts each row group from the footer and reads no
+data page, in parallel on the executors (on an object store a footer costs two ranged reads,
+which the driver would otherwise make one file after another).
 
 Checking is one listing of segments/ and no read: every file the manifest lists must be
 there with its size, and a listed segment must hold no data file the manifest does not list
@@ -15,14 +17,16 @@ its commit) is not damage: the next writer's garbage collection deletes it.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import unquote
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from neardup.errors import IndexDamagedError
 from neardup.runtime.fs import FileSystem, Listed
 from neardup.runtime.indexstore import DOCS, KEYS, SIGNATURES, IndexFile, IndexStore, Manifest, Segment
 
-# Footers read at once: each is a round trip to the store (a few ms on HDFS, tens on S3).
-_FOOTER_THREADS = 8
+_FILE = "_file"
 _PARTS = (KEYS, DOCS, SIGNATURES)
 
 
@@ -58,13 +62,48 @@ def data_files(listing: Iterable[Listed], where: str) -> dict[str, Listed]:
     return out
 
 
-def record(fs: FileSystem, where: str) -> tuple[IndexFile, ...]:
+def record(spark: SparkSession, fs: FileSystem, where: str) -> tuple[IndexFile, ...]:
     """The data files of the segment just written at `where`: path, size and footer rows."""
     found = data_files(fs.list_files(where), where)
-    names = sorted(found)
-    with ThreadPoolExecutor(min(_FOOTER_THREADS, max(1, len(names)))) as pool:
-        rows = list(pool.map(lambda n: fs.parquet_rows(found[n]), names))
-    return tuple(IndexFile(n, found[n].size, r) for n, r in zip(names, rows, strict=True))
+    rows = footer_rows(spark, [f"{where}/{part}" for part in parts_of(found)])
+    counted = {rel: n for path, n in rows.items() if (rel := relative(path, where)) is not None}
+    # A file absent from the counts holds no row (the one Spark writes for an empty output).
+    return tuple(IndexFile(rel, found[rel].size, counted.get(rel, 0)) for rel in sorted(found))
+
+
+def parts_of(found: Iterable[str]) -> list[str]:
+    """The parts (keys, docs, signatures) that hold at least one of the data files `found`
+    (paths under a segment): Spark cannot read a folder without one."""
+    return sorted({rel.split("/", 1)[0] for rel in found})
+
+
+def footer_rows(spark: SparkSession, folders: list[str]) -> dict[str, int]:
+    """Rows of every Parquet data file under `folders` (each read alone: their schemas differ),
+    by its path as the file system names it, from the footers alone; one Spark job. A file
+    with no row is absent."""
+    if not folders:
+        return {}
+    frames = [
+        spark.read.option("recursiveFileLookup", "true").parquet(f).select(F.input_file_name().alias(_FILE))
+        for f in folders
+    ]
+    files: DataFrame = frames[0]
+    for df in frames[1:]:
+        files = files.unionByName(df)
+    # Spark names files by their URI (percent-encoded); the file system by its path.
+    return {unquote(str(r[_FILE])): int(r["count"]) for r in files.groupBy(_FILE).count().collect()}
+
+
+def by_segment(rows: dict[str, int], store: IndexStore, manifest: Manifest) -> dict[tuple[str, str], int]:
+    """Counts by file path -> by (segment, path under it), for the manifest's segments."""
+    out = {}
+    for path, n in rows.items():
+        for seg in manifest.segments:
+            rel = relative(path, store.segment_dir(seg.name))
+            if rel is not None:
+                out[(seg.name, rel)] = n
+                break
+    return out
 
 
 def check_listing(store: IndexStore, manifest: Manifest) -> list[str]:

@@ -9,25 +9,28 @@ the listing and the footers first, without reading data pages).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from neardup.runtime.indexfiles import relative
+from neardup.runtime.indexfiles import by_segment, parts_of
 from neardup.runtime.indexstore import DOCS, KEYS, SIGNATURES, IndexStore, Manifest
 from neardup.stages.against import index_reader
 
 _FILE, _ROWS, _FOLD = "_file", "_rows", "_fold"
 
 
-def rows_read(spark: SparkSession, store: IndexStore, manifest: Manifest) -> dict[tuple[str, str], int]:
+def rows_read(
+    spark: SparkSession, store: IndexStore, manifest: Manifest, found: Mapping[str, Iterable[str]]
+) -> dict[tuple[str, str], int]:
     """(segment, file under it) -> rows read from it, every column decoded; one Spark job per
-    part (keys, docs, signatures) over every segment. A file that yields no row is absent."""
-    out: dict[tuple[str, str], int] = {}
+    part (keys, docs, signatures) over every segment. `found`: each segment's data files (paths
+    under it), by name. A file that yields no row is absent."""
+    rows: dict[str, int] = {}
     for part in (KEYS, DOCS, SIGNATURES):
-        dirs = [f"{store.segment_dir(s.name)}/{part}" for s in manifest.segments]
-        dirs = [d for d in dirs if store.fs.is_dir(d)]
+        dirs = [f"{store.segment_dir(s)}/{part}" for s, files in found.items() if part in parts_of(files)]
         if not dirs:
             continue
         # Every file under each folder, partition folders (band=<b>) included, without
@@ -38,11 +41,6 @@ def rows_read(spark: SparkSession, store: IndexStore, manifest: Manifest) -> dic
             # Forces every value of every column to be decoded; the fold itself is unused.
             F.bit_xor(F.xxhash64(*df.columns)).alias(_FOLD),
         )
-        for row in per_file.collect():
-            file = unquote(str(row[_FILE]))  # Spark names files by their URI
-            for seg in manifest.segments:
-                rel = relative(file, store.segment_dir(seg.name))
-                if rel is not None:
-                    out[(seg.name, rel)] = int(row[_ROWS])
-                    break
-    return out
+        # Spark names files by their URI (percent-encoded); the file system by its path.
+        rows.update({unquote(str(r[_FILE])): int(r[_ROWS]) for r in per_file.collect()})
+    return by_segment(rows, store, manifest)
