@@ -6,8 +6,11 @@
 `build` makes version 1 (with --overwrite, the next version of an existing index, listing
 only the new segment: readers see the old index or the new one, never a mix). `add` appends
 a segment to the current version; the batch's ids must be new and of the index's id type,
-and its parameters the index's. A crash before the commit leaves the index as it was; the
-next writer deletes the unlisted segment (runtime/indexstore.py). Texts are not copied: the
+and its parameters the index's, and the index's files those its manifest lists (checked
+before anything is read, runtime/indexfiles.py). The manifest lists the new segment's files,
+recorded after the write. A crash before the commit leaves the index as it was; the next
+writer deletes the unlisted segment (runtime/indexstore.py); a write or commit that fails
+with an error, a lost commit race among them, deletes its own. Texts are not copied: the
 manifest records where they are, for exact verification to read back the candidates'.
 """
 
@@ -84,9 +87,9 @@ def add(spark: SparkSession, cfg: Config, input_path: str, index_path: str) -> I
     store = IndexStore(spark, index_path)
     current = store.require()
     check_compatible(current, sign_params(cfg), index_path)
-    checked_files(store, current)
-    current = with_files_recorded(spark, store, current, cfg.bands)
+    checked_files(store, current)  # before anything is read: one listing
     with index_read_errors(store, current):
+        current = with_files_recorded(spark, store, current, cfg.bands)
         return _append(spark, cfg, input_path, store, current, replace_all=False)
 
 
