@@ -144,3 +144,14 @@ def test_a_failed_read_names_its_file() -> None:
         "file:///i/segments/s/keys/p.parquet",
         "could not verify page integrity, CRC checksum verification failed",
     )
+
+
+def test_a_missing_folder_of_the_index_is_named() -> None:
+    from neardup.stages.against import unreadable_index_file
+
+    text = "[PATH_NOT_FOUND] Path does not exist: file:/idx/segments/s/keys. SQLSTATE: 42K03"
+    assert unreadable_index_file(RuntimeError(text), "file:/idx", "idx/", _manifest(_segment())) == (
+        "index idx/ is damaged: its file segments/s/keys cannot be read (it does not exist)"
+    )
+    text = "[PATH_NOT_FOUND] Path does not exist: file:/elsewhere/x. SQLSTATE: 42K03"
+    assert unreadable_index_file(RuntimeError(text), "file:/idx", "idx/", _manifest(_segment())) is None

@@ -117,7 +117,7 @@ def _unreadable_is_damage(store: IndexStore, manifest: Manifest) -> Iterator[Non
     try:
         yield
     except Exception as e:
-        what = unreadable_index_file(e, store, manifest)
+        what = unreadable_index_file(e, store.path, store.shown, manifest)
         if what is None:
             raise
         raise IndexDamagedError(f"{what} (neardup index build --overwrite rebuilds the index)") from e

@@ -15,6 +15,7 @@ scans; docs/design.md gives the cost.)
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from neardup.runtime.indexstore import (
 )
 
 log = logging.getLogger("neardup")
+_PATH_NOT_FOUND = re.compile(r"\[PATH_NOT_FOUND\] Path does not exist: (\S+?)\.?(?:\s|$)")
 
 _BATCH = "_batch_id"
 _SIZE = "_index_bucket_size"
@@ -128,7 +130,7 @@ def index_read_errors(store: IndexStore, manifest: Manifest) -> Iterator[None]:
     try:
         yield
     except Exception as e:
-        what = unreadable_index_file(e, store, manifest)
+        what = unreadable_index_file(e, store.path, store.shown, manifest)
         if what is None:
             raise
         raise IndexDamagedError(
@@ -137,18 +139,22 @@ def index_read_errors(store: IndexStore, manifest: Manifest) -> Iterator[None]:
         ) from e
 
 
-def unreadable_index_file(e: BaseException, store: IndexStore, manifest: Manifest) -> str | None:
+def unreadable_index_file(e: BaseException, path: str, shown: str, manifest: Manifest) -> str | None:
     """What `e` says if it is Spark's failure to read a file of the index or of its indexed
-    texts (`index ... is damaged: its file ... cannot be read (cause)`), else None."""
+    texts (`index ... is damaged: its file ... cannot be read (cause)`), else None. `path`:
+    the index's, qualified; `shown`: as the user wrote it."""
     found = unreadable_file(e)
+    gone = _PATH_NOT_FOUND.search(str(e)) if found is None else None
+    if gone is not None:  # a folder of an index whose manifest lists no files (format 1)
+        found = gone.group(1), "it does not exist"
     if found is None:
         return None
     file, cause = found
-    inside = relative(file, store.path)
+    inside = relative(file, path)
     if inside is not None:
-        return f"index {store.shown} is damaged: its file {inside} cannot be read ({cause[:200]})"
+        return f"index {shown} is damaged: its file {inside} cannot be read ({cause[:200]})"
     if any(same_path(file, name) for seg in manifest.segments for name, _, _ in seg.texts.files):
-        return f"index {store.shown}: the indexed texts' file {file} cannot be read ({cause[:200]})"
+        return f"index {shown}: the indexed texts' file {file} cannot be read ({cause[:200]})"
     return None
 
 
