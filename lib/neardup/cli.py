@@ -191,6 +191,11 @@ def _add_index_parser(sub: Any) -> None:
         if name == "build":
             a.add_argument("--overwrite", action="store_true", help="replace an existing index")
         _add_session(a)
+    v = actions.add_parser(
+        "verify", help="read an index whole: every file, footer and page (exit 4 if damaged)"
+    )
+    v.add_argument("index_path", metavar="INDEX", help="the index directory")
+    _add_session(v)
 
 
 def console() -> int:
@@ -379,6 +384,8 @@ def _dedup(args: argparse.Namespace, run: RunFacts) -> int:
 def _index(args: argparse.Namespace, run: RunFacts) -> int:
     """`neardup index build|add`: the same config layers as dedup (the band-key parameters
     must be the ones dedup --against will run with)."""
+    if args.index_command == "verify":
+        return _index_verify(args, run)
     cfg = _load_config(args, _input_overrides(args))
     spark = _session(args, cfg, run)
     if run.started.jvm_log is not None:
@@ -391,6 +398,19 @@ def _index(args: argparse.Namespace, run: RunFacts) -> int:
     else:
         result = index.add(spark, cfg, args.input, args.index)
     print(index.summary(args.input, result))
+    return EXIT_OK
+
+
+def _index_verify(args: argparse.Namespace, run: RunFacts) -> int:
+    """`neardup index verify INDEX`: no signing, so only the session's settings (--conf)."""
+    from neardup import config as config_mod
+
+    cfg = config_mod.load(spark_conf=args.conf)
+    _log_to_stderr(logging.WARNING if args.quiet else logging.INFO)
+    spark = _session(args, cfg, run)
+    from neardup.commands import index_verify
+
+    print(index_verify.verify_summary(args.index_path, index_verify.verify(spark, args.index_path)))
     return EXIT_OK
 
 

@@ -30,6 +30,11 @@ class IndexRefusedError(NeardupError):
     exit_code = 4
 
 
+class IndexDamagedError(IndexRefusedError):
+    """The index's files are not those its manifest lists (one missing, or of another size),
+    or one cannot be read (exit 4). The message names the file."""
+
+
 class StorageError(NeardupError):
     """An output, staging or index path cannot be written: the disk is full, the folder is
     read-only or not ours to write (exit 5). The message names the path."""

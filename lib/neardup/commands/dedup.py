@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -67,6 +68,7 @@ from neardup.runtime.workdir import fingerprint, read_parquet
 from neardup.stages.against import (
     OpenIndex,
     cross_edges,
+    index_read_errors,
     indexed_signatures,
     indexed_texts,
     open_index,
@@ -221,7 +223,9 @@ def _run(spark: SparkSession, cfg: Config, input_path: str, claim: Claim, agains
     summary: Summary | None = None
     # An index built with other parameters is refused before any work.
     index = open_index(spark, against, sign_params(cfg), cfg.verify.method) if against else None
-    with opened_run(spark, cfg, input_path, claim) as r:
+    # A file of the index that cannot be read ends the run as a damaged index (exit 4).
+    unreadable = index_read_errors(index.store, index.manifest) if index is not None else nullcontext()
+    with opened_run(spark, cfg, input_path, claim) as r, unreadable:
         inp = r.stage("read", input_path, read_stage)
         digest = index.manifest.digest(index.store.path) if index is not None else None
         fps = fingerprints(cfg, inp.params, inp.files, inp.table, digest)

@@ -6,8 +6,11 @@
 `build` makes version 1 (with --overwrite, the next version of an existing index, listing
 only the new segment: readers see the old index or the new one, never a mix). `add` appends
 a segment to the current version; the batch's ids must be new and of the index's id type,
-and its parameters the index's. A crash before the commit leaves the index as it was; the
-next writer deletes the unlisted segment (runtime/indexstore.py). Texts are not copied: the
+and its parameters the index's, and the index's files those its manifest lists (checked
+before anything is read, runtime/indexfiles.py). The manifest lists the new segment's files,
+recorded after the write. A crash before the commit leaves the index as it was; the next
+writer deletes the unlisted segment (runtime/indexstore.py); a write or commit that fails
+with an error, a lost commit race among them, deletes its own. Texts are not copied: the
 manifest records where they are, for exact verification to read back the candidates'.
 """
 
@@ -23,13 +26,16 @@ from pyspark.sql import functions as F
 
 from neardup import columns as C
 from neardup.config import Config
-from neardup.errors import InvariantError, UsageError
+from neardup.errors import IndexDamagedError, InvariantError, UsageError
 from neardup.harness import Counts, Opened, Stages, broadcastable, job_stages, open_input, plan_memory
 from neardup.runtime import outputs
 from neardup.runtime.fs import FileSystem
+from neardup.runtime.indexfiles import count_problem, damaged, record
 from neardup.runtime.indexstore import (
     DOCS,
     KEYS,
+    SIGNATURES,
+    IndexFile,
     IndexStore,
     Manifest,
     Segment,
@@ -43,7 +49,7 @@ from neardup.runtime.jobgroups import count
 from neardup.runtime.memory import BatchSizes, human
 from neardup.runtime.sizing import batch_settings, writer_options
 from neardup.runtime.workdir import input_fingerprint
-from neardup.stages.against import index_docs, refuse_indexed_ids
+from neardup.stages.against import checked_files, index_docs, index_read_errors, refuse_indexed_ids
 from neardup.stages.index_segment import number_documents, write_segment
 from neardup.stages.read import documents
 from neardup.stages.sign import sign_documents, sign_params
@@ -87,7 +93,10 @@ def add(spark: SparkSession, cfg: Config, input_path: str, index_path: str) -> I
     with outputs.index_lease(store.fs, where, index_path):
         current = store.require()
         check_compatible(current, sign_params(cfg), index_path)
-        return _append(spark, cfg, input_path, store, current, replace_all=False)
+        checked_files(store, current)  # before anything is read: one listing
+        with index_read_errors(store, current):
+            current = with_files_recorded(spark, store, current, cfg.bands)
+            return _append(spark, cfg, input_path, store, current, replace_all=False)
 
 
 def _claim(spark: SparkSession, cfg: Config, input_path: str, store: IndexStore) -> str:
@@ -126,18 +135,17 @@ def _append(
         version = (base.version if base is not None else 0) + 1
         name = store.new_segment(version)
         indexed = count(signed.indexed, "documents")
-        run.stage("write", indexed, _write, cfg, store, name, signed, signatures)
-        texts = Texts(
-            path=source,
-            format=read.opened.inp.format,
-            id_col=cfg.input.id_col,
-            text_col=cfg.input.text_col,
-            files=tuple(input_fingerprint(spark, read.opened.files)),
-            csv_header=cfg.input.csv_header,
-        )
-        segment = Segment(name, signed.indexed, read.rows, texts)
-        new = _manifest(cfg, base, replace_all, version, read.id_type, signatures, segment)
-        run.stage("commit", f"version {version}", _commit, store, new)
+        try:
+            files = run.stage("write", indexed, _write, cfg, store, name, signed, signatures)
+            segment = _segment(spark, cfg, source, read, signed, name, files)
+            new = _manifest(cfg, base, replace_all, version, read.id_type, signatures, segment)
+            run.stage("commit", f"version {version}", _commit, store, new)
+        except Exception:
+            # A failed write or a lost commit deletes its own segment (a crash leaves it
+            # to the next writer's garbage collection); a committed one is kept.
+            store.discard(name)
+            raise
+    segment = new.segments[-1]
     sizes = store.sizes(new)
     result = IndexResult(store.path, new, segment, sizes, round(time.time() - started, 3))
     log.info(
@@ -148,6 +156,27 @@ def _append(
         human(result.raw_key_bytes),
     )
     return result
+
+
+def _segment(
+    spark: SparkSession,
+    cfg: Config,
+    source: str,
+    read: _Read,
+    signed: _Signed,
+    name: str,
+    files: tuple[IndexFile, ...],
+) -> Segment:
+    """The new segment as the manifest lists it: its files, and where its texts are."""
+    texts = Texts(
+        path=source,
+        format=read.opened.inp.format,
+        id_col=cfg.input.id_col,
+        text_col=cfg.input.text_col,
+        files=tuple(input_fingerprint(spark, read.opened.files)),
+        csv_header=cfg.input.csv_header,
+    )
+    return Segment(name, signed.indexed, read.rows, texts, files)
 
 
 @dataclass(frozen=True)
@@ -190,11 +219,13 @@ def _sign(run: Stages, cfg: Config, read: _Read, signatures: bool) -> tuple[_Sig
 
 def _write(
     run: Stages, cfg: Config, store: IndexStore, name: str, signed: _Signed, signatures: bool
-) -> tuple[None, Counts]:
+) -> tuple[tuple[IndexFile, ...], Counts]:
+    """The segment's files, read back and recorded (path, size, footer rows) for the manifest."""
     where = store.segment_dir(name)
     write_segment(signed.numbered, where, writer_options(signed.batches, None), signatures)
     _check_segment(run.spark, where, signed.indexed, cfg.bands)
-    return None, {"bytes": store.fs.data_size(where)}
+    files = record(run.spark, store.fs, where)
+    return files, {"files": len(files), "bytes": sum(f.size for f in files)}
 
 
 def _manifest(
@@ -220,6 +251,26 @@ def _manifest(
         )
     now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     return replace(base, version=version, segments=(*base.segments, segment), created=now)
+
+
+def with_files_recorded(spark: SparkSession, store: IndexStore, manifest: Manifest, bands: int) -> Manifest:
+    """`manifest` with the files of its segments that list none (an older neardup's) recorded
+    as they are now, once their footers' row counts agree with the segments' document counts
+    (a missing file would not); the next version commits them."""
+    if all(s.files is not None for s in manifest.segments):
+        return manifest
+    segments = []
+    for seg in manifest.segments:
+        if seg.files is None:
+            files = record(spark, store.fs, store.segment_dir(seg.name))
+            seg = replace(seg, files=files)
+            rows = {part: sum(f.rows for f in files if f.part == part) for part in (KEYS, DOCS, SIGNATURES)}
+            problem = count_problem(seg, rows, bands, manifest.signatures)
+            if problem is not None:
+                raise IndexDamagedError(damaged(store.shown, seg, problem))
+        segments.append(seg)
+    log.info("index %s: the files of segments an older neardup wrote are recorded", store.shown)
+    return replace(manifest, segments=tuple(segments))
 
 
 def _commit(run: Stages, store: IndexStore, manifest: Manifest) -> tuple[None, Counts]:

@@ -151,16 +151,37 @@ _READ_FAILURES = (
 _CAUSE = re.compile(r"Caused by: [\w.$]+: (.+)")
 
 
-def input_error_from(e: BaseException) -> InputDataError | None:
-    """A Spark failure caused by an unreadable input file (truncated or corrupt Parquet,
-    a bad gzip stream) -> an input error naming the file, else None."""
+def unreadable_file(e: BaseException) -> tuple[str, str] | None:
+    """A Spark failure to read a file -> (the file, as Spark names it; the deepest cause),
+    else None."""
     text = str(e)
     m = next((m for pattern in _READ_FAILURES if (m := pattern.search(text))), None)
     if m is None:
         return None
     causes = _CAUSE.findall(text)
-    cause = causes[-1].strip() if causes else "unreadable"
-    return InputDataError(f"input file {m.group(1)} cannot be read: {cause[:300]}")
+    return m.group(1), causes[-1].strip() if causes else "unreadable"
+
+
+_JAVA_EXCEPTION = re.compile(r"^(?:: |Caused by: )[\w.$]+: (.+)$", re.MULTILINE)
+
+
+def java_cause(e: BaseException) -> str:
+    """The deepest Java exception's message in a Py4J error's text (its first line names
+    only the method called), else the first line."""
+    text = str(e).strip()
+    found = _JAVA_EXCEPTION.findall(text)
+    if found:
+        return str(found[-1]).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def input_error_from(e: BaseException) -> InputDataError | None:
+    """A Spark failure caused by an unreadable input file (truncated or corrupt Parquet,
+    a bad gzip stream) -> an input error naming the file, else None."""
+    found = unreadable_file(e)
+    if found is None:
+        return None
+    return InputDataError(f"input file {found[0]} cannot be read: {found[1][:300]}")
 
 
 def describe(e: BaseException) -> str:

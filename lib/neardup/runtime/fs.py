@@ -5,11 +5,18 @@ publication (rename) and the small files (report.json, _SUCCESS) the job writes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from pyspark.sql import SparkSession
 
 from neardup.runtime.java import java_class
+
+
+class Listed(NamedTuple):
+    """A file found by `FileSystem.list_files`."""
+
+    path: str  # qualified, as the file system names it
+    size: int  # bytes
 
 
 class FileSystem:
@@ -84,6 +91,16 @@ class FileSystem:
         while files.hasNext():
             total += int(files.next().getLen())
         return total
+
+    def list_files(self, path: str) -> list[Listed]:
+        """Every file under `path`, recursively, in one listing (a flat one on object stores;
+        Hadoop's local checksum files hidden, as its listings do)."""
+        files = self._fs.listFiles(self._path(path), True)
+        out = []
+        while files.hasNext():
+            st = files.next()
+            out.append(Listed(str(st.getPath().toString()), int(st.getLen())))
+        return out
 
     def is_empty_dir(self, path: str) -> bool:
         """A directory with no data files (names starting with _ or . are metadata)."""

@@ -17,10 +17,12 @@ One writer at a time: a second one that reaches the same version is refused at c
 
 The manifest records what band keys depend on (the signing parameters under their config
 keys, and the band keys of two probe texts, so a neardup whose hashing differs is noticed
-even when every parameter matches), the id type, and per segment where its texts are: the
+even when every parameter matches), the id type, and per segment its own data files (each
+one's path in the segment, size and row count, from its Parquet footer: what a listing is
+compared with before the index is used, runtime/indexfiles.py) and where its texts are: the
 input path, format, columns and every file's name, size and modification time. Exact
 verification against the index reads candidates' texts from there (docs/design.md says what
-is read).
+is read). Manifests of format 1 list no segment files (`Segment.files` is None).
 """
 
 from __future__ import annotations
@@ -38,12 +40,14 @@ from pyspark.sql import SparkSession
 
 from neardup import __version__
 from neardup import columns as C
-from neardup.errors import IndexRefusedError, NeardupError, UsageError
+from neardup.errors import IndexDamagedError, IndexRefusedError, NeardupError, UsageError
 from neardup.kernels.signatures import SignParams, band_keys_of, sign_batch
+from neardup.runtime.failures import java_cause
 from neardup.runtime.fs import FileSystem
 
 FORMAT = "neardup-index"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: segments list their files; 1 (read, never written): they do not
+READABLE_VERSIONS = (1, 2)
 MANIFESTS = "_manifest"
 SEGMENTS = "segments"
 KEYS, DOCS, SIGNATURES = "keys", "docs", "signatures"
@@ -106,11 +110,27 @@ class Texts:
 
 
 @dataclass(frozen=True)
+class IndexFile:
+    """One data file of a segment, as recorded when it was written."""
+
+    path: str  # under the segment's directory: keys/band=0/part-....parquet
+    size: int  # bytes
+    rows: int  # from its Parquet footer
+
+    @property
+    def part(self) -> str:
+        """keys, docs or signatures."""
+        return self.path.split("/", 1)[0]
+
+
+@dataclass(frozen=True)
 class Segment:
     name: str  # directory under segments/
     documents: int  # indexed documents (input rows with a signature)
     input_rows: int  # rows of the input it was made from (the rest had no text to sign)
     texts: Texts
+    # Every data file of keys/, docs/ and signatures/; None in a manifest of format 1.
+    files: tuple[IndexFile, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -144,10 +164,11 @@ class Manifest:
             d = json.loads(text)
             if d.get("format") != FORMAT:
                 raise IndexRefusedError(f"{where} is not a neardup index manifest")
-            if d.get("format_version") != FORMAT_VERSION:
+            if d.get("format_version") not in READABLE_VERSIONS:
                 raise IndexRefusedError(
                     f"{where} has index format version {d.get('format_version')}; this neardup "
-                    f"{__version__} reads version {FORMAT_VERSION}: rebuild the index"
+                    f"{__version__} reads versions {', '.join(map(str, READABLE_VERSIONS))}: "
+                    "rebuild the index"
                 )
             segments = tuple(
                 Segment(
@@ -155,6 +176,9 @@ class Manifest:
                     int(s["documents"]),
                     int(s["input_rows"]),
                     Texts(**{**s["texts"], "files": tuple(tuple(f) for f in s["texts"]["files"])}),
+                    None
+                    if s.get("files") is None
+                    else tuple(IndexFile(str(f["path"]), int(f["size"]), int(f["rows"])) for f in s["files"]),
                 )
                 for s in d["segments"]
             )
@@ -230,7 +254,13 @@ class IndexStore:
         if not versions:
             return None
         name = f"{self._manifests()}/v{versions[-1]:08d}.json"
-        return Manifest.from_json(self.fs.read_text(name), f"index {self.shown} ({name})")
+        try:
+            text = self.fs.read_text(name)
+        except Exception as e:  # Py4J's error: a checksum error, a read that failed
+            raise IndexDamagedError(
+                f"index {self.shown} is damaged: its manifest {name} cannot be read ({java_cause(e)[:200]})"
+            ) from e
+        return Manifest.from_json(text, f"index {self.shown} ({name})")
 
     def require(self) -> Manifest:
         found = self.current()
@@ -256,6 +286,25 @@ class IndexStore:
                 "nothing of this run was added: run it again"
             )
         self.fs.rename(tmp, final)
+
+    def discard(self, name: str) -> bool:
+        """Delete the segment `name` that this writer wrote and failed to commit (its write
+        or its commit failed, or another writer committed that version first), unless the
+        current version lists it after all; whether it was deleted. Only a name of neardup's
+        own pattern is ever deleted."""
+        try:
+            current = self.current()
+        except NeardupError:  # a manifest not ours to read: delete nothing
+            return False
+        if not _SEGMENT_NAME.fullmatch(name) or (
+            current is not None and name in {s.name for s in current.segments}
+        ):
+            return False
+        where = self.segment_dir(name)
+        if not self.fs.exists(where):
+            return False
+        self.fs.delete(where)
+        return True
 
     def collect_garbage(self, manifest: Manifest) -> list[str]:
         """Delete what no committed version will ever list: segments and temporary

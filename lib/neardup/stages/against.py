@@ -14,14 +14,20 @@ scans; docs/design.md gives the cost.)
 
 from __future__ import annotations
 
+import logging
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession, Window
 from pyspark.sql import functions as F
 
 from neardup import columns as C
-from neardup.errors import IndexRefusedError, InputDataError
+from neardup.errors import IndexDamagedError, IndexRefusedError, InputDataError
 from neardup.kernels.signatures import SignParams
+from neardup.runtime.failures import unreadable_file
+from neardup.runtime.indexfiles import check_listing, relative, same_path
 from neardup.runtime.indexstore import (
     DOCS,
     KEYS,
@@ -31,6 +37,9 @@ from neardup.runtime.indexstore import (
     Texts,
     check_compatible,
 )
+
+log = logging.getLogger("neardup")
+_PATH_NOT_FOUND = re.compile(r"\[PATH_NOT_FOUND\] Path does not exist: (\S+?)\.?(?:\s|$)")
 
 _BATCH = "_batch_id"
 _SIZE = "_index_bucket_size"
@@ -62,14 +71,15 @@ def open_index(spark: SparkSession, path: str, params: SignParams, verify_method
             f"index {path} holds no signatures (it was built with verify.method=exact), this run "
             "has verify.method=signature; rebuild it with --set verify.method=signature, or verify exactly"
         )
+    checked_files(store, manifest)
     if verify_method == "exact":
         for seg in manifest.segments:
             check_unchanged(store, seg.texts, path)
     keys = _union(
         [
-            spark.read.parquet(f"{store.segment_dir(s.name)}/{KEYS}").select(
-                C.BAND_KEY, C.DOC_NO, F.lit(i).alias(C.SEGMENT)
-            )
+            index_reader(spark)
+            .parquet(f"{store.segment_dir(s.name)}/{KEYS}")
+            .select(C.BAND_KEY, C.DOC_NO, F.lit(i).alias(C.SEGMENT))
             for i, s in enumerate(manifest.segments)
         ]
     )
@@ -80,12 +90,72 @@ def index_docs(spark: SparkSession, store: IndexStore, manifest: Manifest) -> Da
     """(_seg, _n, _id) of every document the manifest's segments hold."""
     return _union(
         [
-            spark.read.parquet(f"{store.segment_dir(s.name)}/{DOCS}").select(
-                F.lit(i).alias(C.SEGMENT), C.DOC_NO, C.DOC_ID
-            )
+            index_reader(spark)
+            .parquet(f"{store.segment_dir(s.name)}/{DOCS}")
+            .select(F.lit(i).alias(C.SEGMENT), C.DOC_NO, C.DOC_ID)
             for i, s in enumerate(manifest.segments)
         ]
     )
+
+
+def checked_files(store: IndexStore, manifest: Manifest) -> None:
+    """The index's files against its manifest, before any is read (one listing): refused
+    (IndexDamagedError) if one is missing or of another size; segments of a manifest that
+    lists no files (an older neardup's) are used with a warning."""
+    unchecked = check_listing(store, manifest)
+    if unchecked:
+        log.warning(
+            "index %s: %d of its %d segment(s) were written by an older neardup whose manifest "
+            "lists no files, so a missing or damaged file cannot be noticed before use; neardup "
+            "index verify %s reads them whole, and the next neardup index add records their files",
+            store.shown,
+            len(unchecked),
+            len(manifest.segments),
+            store.shown,
+        )
+
+
+def index_reader(spark: SparkSession) -> DataFrameReader:
+    """Spark's reader for the index's own Parquet files, verifying each page's checksum (the
+    writer stores one per page): a corrupt byte fails the read (index_read_errors names the
+    file) instead of decoding to another band key, which no other check would notice."""
+    return spark.read.option("parquet.page.verify-checksum.enabled", "true")
+
+
+@contextmanager
+def index_read_errors(store: IndexStore, manifest: Manifest) -> Iterator[None]:
+    """Spark's failure to read one of the index's files, or one of its indexed texts', ->
+    IndexDamagedError naming the file (one line, exit 4) instead of an input error; any
+    other failure passes unchanged."""
+    try:
+        yield
+    except Exception as e:
+        what = unreadable_index_file(e, store.path, store.shown, manifest)
+        if what is None:
+            raise
+        raise IndexDamagedError(
+            f"{what}; neardup index verify {store.shown} checks every file, neardup index build "
+            "--overwrite rebuilds the index"
+        ) from e
+
+
+def unreadable_index_file(e: BaseException, path: str, shown: str, manifest: Manifest) -> str | None:
+    """What `e` says if it is Spark's failure to read a file of the index or of its indexed
+    texts (`index ... is damaged: its file ... cannot be read (cause)`), else None. `path`:
+    the index's, qualified; `shown`: as the user wrote it."""
+    found = unreadable_file(e)
+    gone = _PATH_NOT_FOUND.search(str(e)) if found is None else None
+    if gone is not None:  # a folder of an index whose manifest lists no files (format 1)
+        found = gone.group(1), "it does not exist"
+    if found is None:
+        return None
+    file, cause = found
+    inside = relative(file, path)
+    if inside is not None:
+        return f"index {shown} is damaged: its file {inside} cannot be read ({cause[:200]})"
+    if any(same_path(file, name) for seg in manifest.segments for name, _, _ in seg.texts.files):
+        return f"index {shown}: the indexed texts' file {file} cannot be read ({cause[:200]})"
+    return None
 
 
 def _union(frames: list[DataFrame]) -> DataFrame:
@@ -203,9 +273,9 @@ def indexed_signatures(spark: SparkSession, index: OpenIndex, wanted: DataFrame,
     numbers = index.docs.join(F.broadcast(wanted) if small else wanted, C.DOC_ID, "left_semi")
     sigs = _union(
         [
-            spark.read.parquet(f"{store.segment_dir(s.name)}/{SIGNATURES}").select(
-                F.lit(i).alias(C.SEGMENT), C.DOC_NO, C.SIG
-            )
+            index_reader(spark)
+            .parquet(f"{store.segment_dir(s.name)}/{SIGNATURES}")
+            .select(F.lit(i).alias(C.SEGMENT), C.DOC_NO, C.SIG)
             for i, s in enumerate(m.segments)
         ]
     )
