@@ -43,7 +43,7 @@ from neardup.config import Config
 from neardup.errors import UsageError
 from neardup.kernels.signatures import SignParams
 from neardup.runtime import pydaemon
-from neardup.runtime.fs import FileSystem
+from neardup.runtime.fs import FileSystem, from_uri
 from neardup.runtime.jobgroups import JobGroups
 from neardup.runtime.memory import BatchSizes, human, slot_share
 from neardup.runtime.session import DAEMON_MODULE, archive_report, heap_and_slots, local_cores
@@ -254,7 +254,7 @@ def open_input(spark: SparkSession, cfg: Config, input_path: str) -> Opened:
     inp = read_input(spark, input_path, cfg)
     check_columns(inp, cfg)
     row_check = check_rows(inp, cfg, measure_text=inp.format != "parquet")
-    files = sorted(inp.df.inputFiles()) if inp.format != "table" else []
+    files = sorted(from_uri(f) for f in inp.df.inputFiles()) if inp.format != "table" else []
     profile: InputProfile | None
     if inp.format == "parquet":
         profile = parquet_profile(spark, files, cfg.input.text_col)

@@ -1,15 +1,51 @@
 """File operations through Hadoop's FileSystem API, so every scheme Spark can write
 (file:, hdfs:, s3a:, abfss:, dbfs:) works the same for existence checks, atomic
 publication (rename) and the small files (report.json, _SUCCESS) the job writes.
+
+Two spellings of a path meet here. Hadoop's `Path(String)`, which every reader, writer and
+call below takes, reads its argument literally: `/data/a b%41` is that file. Spark names
+the files it read as URIs instead (`DataFrame.inputFiles()`, `input_file_name()`):
+`file:///data/a%20b%2541`. Handed back to a `Path(String)` such a name is another file,
+so every name Spark gives passes through `from_uri` (or `from_uri_column`) first.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import unquote
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
 
 from neardup.runtime.java import java_class
+
+
+def from_uri(uri: str) -> str:
+    """A file as Spark names it (a URI: `file:///a%20b%2541+c`) -> as Hadoop's Path and the
+    user write it (`file:///a b%41+c`). Java's URI escapes `%` itself (as %25), so decoding
+    every escape once is exact; `+` is a plus in a path (not a space, as in a query)."""
+    return unquote(uri, errors="strict")
+
+
+def from_uri_column(uri: Column) -> Column:
+    """`from_uri` in the JVM, for a column of `input_file_name()`s. Spark's url_decode
+    is Java's URLDecoder, which reads `+` as a space: a plus is escaped before it."""
+    return F.url_decode(F.replace(uri, F.lit("+"), F.lit("%2B")))
+
+
+def local_file(path: str) -> str | None:
+    """The operating system's path of a local file named as Hadoop does (`/a`, `file:/a`,
+    `file:///a`), or None for another scheme."""
+    # Not urlsplit: a `?` or `#` in a path is part of the name.
+    if path.startswith("/"):
+        return path
+    if not path.startswith("file:"):
+        return None
+    rest = path.removeprefix("file:")
+    if not rest.startswith("//"):
+        return rest
+    host, _, tail = rest[2:].partition("/")
+    return "/" + tail if host in ("", "localhost") else None
 
 
 class FileSystem:
