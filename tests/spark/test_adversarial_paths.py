@@ -115,8 +115,8 @@ def test_a_malformed_line_in_a_folder_is_named_with_its_file_and_line(
 def test_dedup_of_parquet_and_an_index_at_odd_paths(
     spark: Any, root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """index build from a Parquet folder, index add from a Parquet file, dedup --against and
-    a plain dedup of a Parquet folder, each path odd."""
+    """index build from a Parquet folder, index add from a Parquet file, dedup --against of
+    a Parquet folder, each path odd."""
     built = root / f"built {ODD}"
     built.mkdir()
     pq.write_table(pa.Table.from_pylist([{"id": i, "text": TEXTS[i]} for i in range(6)]), built / f"p {ODD}.parquet")
@@ -147,10 +147,6 @@ def test_dedup_of_parquet_and_an_index_at_odd_paths(
     assert {i for i, r in clusters.items() if r["status"] == "near_duplicate"} == {200, 207}
     assert {clusters[200]["matched_index_id"], clusters[207]["matched_index_id"]} == {0, 7}
 
-    plain = root / f"plain {ODD}"
-    ran = neardup(capsys, "dedup", "--input", str(built), "--output", str(plain), *NO_HTML)
-    assert ran.code == 0, ran.err[-3000:]
-    assert assert_all_accounted(plain, 6) == {"unique": 6}
     assert_untouched(before, built, added, batch)
 
 
