@@ -199,6 +199,7 @@ def opened_run(spark: SparkSession, cfg: Config, input_path: str, output: str) -
     """Check the paths, clear what a failed run left (but its finished stages), and yield
     the run's context; its cached frames and session settings are released at the end."""
     paths, fs = _paths(spark, input_path, output, cfg)
+    fs.check_writable(paths.staging)  # a read-only or full output folder: exit 5 before any job
     if fs.exists(paths.staging):
         for name in fs.list_names(paths.staging):
             if name != "_work":

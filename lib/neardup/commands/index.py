@@ -29,6 +29,7 @@ from neardup.runtime.fs import FileSystem
 from neardup.runtime.indexstore import (
     DOCS,
     KEYS,
+    SEGMENTS,
     IndexStore,
     Manifest,
     Segment,
@@ -38,6 +39,7 @@ from neardup.runtime.indexstore import (
     index_params,
     probe_keys,
 )
+from neardup.runtime.interrupts import held as held_interrupts
 from neardup.runtime.jobgroups import count
 from neardup.runtime.memory import BatchSizes, human
 from neardup.runtime.sizing import batch_settings, writer_options
@@ -103,6 +105,7 @@ def _append(
     if source == store.path or store.path.startswith(source + "/") or source.startswith(store.path + "/"):
         # The texts must stay as indexed: an index among them would change their listing.
         raise UsageError(f"index {store.shown} and input {input_path} must not be inside one another")
+    store.fs.check_writable(f"{store.path}/{SEGMENTS}")  # read-only or full: exit 5 before any job
     appended = base if base is not None and not replace_all else None
     signatures = appended.signatures if appended is not None else cfg.verify.method == "signature"
     with job_stages(spark) as run:
@@ -122,7 +125,8 @@ def _append(
         )
         segment = Segment(name, signed.indexed, read.rows, texts)
         new = _manifest(cfg, base, replace_all, version, read.id_type, signatures, segment)
-        run.stage("commit", f"version {version}", _commit, store, new)
+        with held_interrupts():  # exit 130 means nothing was published
+            run.stage("commit", f"version {version}", _commit, store, new)
     sizes = store.sizes(new)
     result = IndexResult(store.path, new, segment, sizes, round(time.time() - started, 3))
     log.info(

@@ -11,12 +11,19 @@ so every name Spark gives passes through `from_uri` (or `from_uri_column`) first
 
 from __future__ import annotations
 
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
+from neardup.errors import StorageError
+from neardup.runtime.failures import storage_reason
 from neardup.runtime.java import java_class
 
 
@@ -46,6 +53,39 @@ def local_file(path: str) -> str | None:
         return rest
     host, _, tail = rest[2:].partition("/")
     return "/" + tail if host in ("", "localhost") else None
+
+
+@contextlib.contextmanager
+def _writing(path: str) -> Iterator[None]:
+    """A write the storage refuses (full, read-only, not ours) -> a StorageError naming
+    `path`; any other failure as it is."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except Exception as e:
+        reason = storage_reason(str(e))
+        if reason is None:
+            raise
+        raise StorageError(f"cannot write {path}: {reason}") from e
+
+
+def _why_not_made(path: str) -> str:
+    """Why a folder could not be made, as far as the operating system tells without a write
+    (for a local path; other file systems raise their own reasons)."""
+    local = local_file(path)
+    if local is not None:
+        above = Path(local)
+        while not above.exists() and above != above.parent:
+            above = above.parent
+        if above.is_dir():
+            if os.statvfs(above).f_flag & os.ST_RDONLY:
+                return f"read-only file system ({above})"
+            if not os.access(above, os.W_OK):
+                return f"permission denied ({above})"
+        else:
+            return f"{above} is a file"
+    return "read-only, not writable, or a file is in the way"
 
 
 class FileSystem:
@@ -82,21 +122,37 @@ class FileSystem:
 
     def delete(self, path: str) -> None:
         if self.exists(path):
-            self._fs.delete(self._path(path), True)
+            with _writing(path):
+                self._fs.delete(self._path(path), True)
 
     def mkdirs(self, path: str) -> None:
-        self._fs.mkdirs(self._path(path))
+        with _writing(path):
+            made = self._fs.mkdirs(self._path(path))
+        if not made:  # Hadoop's local file system says no more than this
+            raise StorageError(f"cannot create folder {path}: {_why_not_made(path)}")
 
     def rename(self, src: str, dst: str) -> None:
-        if not self._fs.rename(self._path(src), self._path(dst)):
-            raise OSError(f"could not move {src} to {dst}")
+        with _writing(dst):
+            moved = self._fs.rename(self._path(src), self._path(dst))
+        if not moved:
+            raise StorageError(f"cannot move {src} to {dst}")
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        out = self._fs.create(self._path(path), True)
-        try:
-            out.write(bytearray(data))
-        finally:
-            out.close()
+        with _writing(path):
+            out = self._fs.create(self._path(path), True)
+            try:
+                out.write(bytearray(data))
+            finally:
+                out.close()  # where a full disk shows: the bytes are flushed here
+
+    def check_writable(self, folder: str) -> None:
+        """Make `folder` and write, read back and delete a small file in it: a read-only or
+        full file system is a StorageError naming it before any Spark job (a run that
+        would fail only when it writes, minutes later)."""
+        self.mkdirs(folder)
+        probe = f"{folder}/.neardup-probe-{uuid.uuid4().hex}"
+        self.write_bytes(probe, b"neardup can write here\n")
+        self.delete(probe)
 
     def read_text(self, path: str) -> str:
         """A small UTF-8 file's content (report.json)."""
