@@ -27,6 +27,7 @@ from neardup.errors import (
     UsageError,
     stage_of,
 )
+from neardup.runtime.localpaths import why_not_made
 from neardup.runtime.memory import GiB, format_size, parse_size
 
 # The command line's exit codes: done, anything else, usage or config, input data, index
@@ -171,21 +172,25 @@ _STORAGE_REASONS = (
     ("Disk quota exceeded", "disk quota exceeded"),
     ("Read-only file system", "read-only file system"),
     ("Permission denied", "permission denied"),
-    ("Mkdirs failed to create", "cannot create the folder (read-only, or a file is in the way)"),
 )
+_MKDIRS = re.compile(r"Mkdirs failed to create (.+?)(?: \(exists=|$)", re.MULTILINE)
 # Where a write failed, as Spark, Hadoop, Java and Python name it (the first that matches).
 # A path may hold spaces: each pattern reads to a delimiter of its own message.
 _WRITE_PATHS = (
     re.compile(r"Task failed while writing rows to (.+?)\.?(?: SQLSTATE|$)", re.MULTILINE),
-    re.compile(r"Mkdirs failed to create (.+?)(?: \(exists=|$)", re.MULTILINE),
+    _MKDIRS,
     re.compile(r"(?:FileNotFound|IO)Exception: (.+?) \((?:No space|Read-only|Permission|Disk quota)"),
     re.compile(r"\[Errno \d+\] [^:\n]+: '([^'\n]+)'"),
 )
 
 
 def storage_reason(text: str) -> str | None:
-    """Why the storage refused a write, from a failure's text, or None."""
-    return next((said for marker, said in _STORAGE_REASONS if marker in text), None)
+    """Why the storage refused a write, from a failure's text, or None. Hadoop's local
+    file system gives no reason for a folder it could not make: the system is asked."""
+    said = next((said for marker, said in _STORAGE_REASONS if marker in text), None)
+    if said is None and (m := _MKDIRS.search(text)):
+        said = why_not_made(m.group(1).strip())
+    return said
 
 
 def storage_error_from(e: BaseException, writes: str | None) -> StorageError | None:

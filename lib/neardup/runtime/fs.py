@@ -12,10 +12,8 @@ so every name Spark gives passes through `from_uri` (or `from_uri_column`) first
 from __future__ import annotations
 
 import contextlib
-import os
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -25,6 +23,7 @@ from pyspark.sql import functions as F
 from neardup.errors import StorageError
 from neardup.runtime.failures import storage_reason
 from neardup.runtime.java import java_class
+from neardup.runtime.localpaths import why_not_made
 
 
 def from_uri(uri: str) -> str:
@@ -40,21 +39,6 @@ def from_uri_column(uri: Column) -> Column:
     return F.url_decode(F.replace(uri, F.lit("+"), F.lit("%2B")))
 
 
-def local_file(path: str) -> str | None:
-    """The operating system's path of a local file named as Hadoop does (`/a`, `file:/a`,
-    `file:///a`), or None for another scheme."""
-    # Not urlsplit: a `?` or `#` in a path is part of the name.
-    if path.startswith("/"):
-        return path
-    if not path.startswith("file:"):
-        return None
-    rest = path.removeprefix("file:")
-    if not rest.startswith("//"):
-        return rest
-    host, _, tail = rest[2:].partition("/")
-    return "/" + tail if host in ("", "localhost") else None
-
-
 @contextlib.contextmanager
 def _writing(path: str) -> Iterator[None]:
     """A write the storage refuses (full, read-only, not ours) -> a StorageError naming
@@ -68,24 +52,6 @@ def _writing(path: str) -> Iterator[None]:
         if reason is None:
             raise
         raise StorageError(f"cannot write {path}: {reason}") from e
-
-
-def _why_not_made(path: str) -> str:
-    """Why a folder could not be made, as far as the operating system tells without a write
-    (for a local path; other file systems raise their own reasons)."""
-    local = local_file(path)
-    if local is not None:
-        above = Path(local)
-        while not above.exists() and above != above.parent:
-            above = above.parent
-        if above.is_dir():
-            if os.statvfs(above).f_flag & os.ST_RDONLY:
-                return f"read-only file system ({above})"
-            if not os.access(above, os.W_OK):
-                return f"permission denied ({above})"
-        else:
-            return f"{above} is a file"
-    return "read-only, not writable, or a file is in the way"
 
 
 class FileSystem:
@@ -129,7 +95,7 @@ class FileSystem:
         with _writing(path):
             made = self._fs.mkdirs(self._path(path))
         if not made:  # Hadoop's local file system says no more than this
-            raise StorageError(f"cannot create folder {path}: {_why_not_made(path)}")
+            raise StorageError(f"cannot create folder {path}: {why_not_made(path)}")
 
     def rename(self, src: str, dst: str) -> None:
         with _writing(dst):

@@ -20,7 +20,8 @@ from neardup import columns as C
 from neardup.config import Config
 from neardup.errors import InputDataError, UsageError
 from neardup.kernels.policy import PRIORITY
-from neardup.runtime.fs import FileSystem, from_uri_column, local_file
+from neardup.runtime.fs import FileSystem, from_uri_column
+from neardup.runtime.localpaths import local_file
 from neardup.stages.survivor_order import priority_rank
 
 log = logging.getLogger(__name__)
