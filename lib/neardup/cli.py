@@ -351,6 +351,7 @@ def _dedup(args: argparse.Namespace, run: RunFacts) -> int:
     if args.overwrite:
         overrides["output"] = {"overwrite": True}
     cfg = _load_config(args, overrides)
+    run.writes = args.output  # named by a storage error that names no path
     require_pyspark()  # before the modules below import it
     from neardup.report import check_renderer
 
@@ -401,6 +402,7 @@ def _index(args: argparse.Namespace, run: RunFacts) -> int:
     """`neardup index build|add`: the same config layers as dedup (the band-key parameters
     must be the ones dedup --against will run with)."""
     cfg = _load_config(args, _input_overrides(args))
+    run.writes = args.index
     spark = _session(args, cfg, run)
     if run.started.jvm_log is not None:
         log.info("Spark's own log: %s (kept if the run fails; --debug shows it here)", run.started.jvm_log)
@@ -504,6 +506,7 @@ def _decontaminate(args: argparse.Namespace, run: RunFacts) -> int:
     if args.overwrite:
         overrides["output"] = {"overwrite": True}
     cfg = _load_config(args, overrides)
+    run.writes = args.output
     spark = _session(args, cfg, run)
     from neardup.commands import decontaminate
 
