@@ -332,12 +332,13 @@ def test_ctrl_c_in_a_stage_cancels_its_jobs_and_publishes_nothing(
     with at_stage("candidates", lambda: threading.Thread(target=interrupt, daemon=True).start()):
         ran = neardup(capsys, "dedup", "--input", str(src), "--output", str(out), "--overwrite", *NO_HTML)
     assert_one_line(ran.code, ran.err, 130, "interrupted by SIGINT in stage ", "nothing was published")
-    # The job under way was cancelled, not left to finish (pyspark's own handler cannot
-    # cancel it: its call into the JVM would go on the connection the job's call is using).
     assert_untouched(before, src, out)
+    assert sorted(p.name for p in out.rglob("*")) == ["_SUCCESS", "kept", "part-0.parquet"]
     deadline = time.monotonic() + 30
     while tracker.getActiveJobsIds() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not tracker.getActiveJobsIds()
+    # The job under way was cancelled, not left to finish (pyspark's own handler cannot
+    # cancel it: its call into the JVM would go on the connection the job's call is using).
     assert "FAILED" in [tracker.getJobInfo(j).status for j in running], "the running job was not cancelled"
     assert spark.range(5).count() == 5 and spark.sparkContext.getLocalProperty("spark.jobGroup.id") is None
