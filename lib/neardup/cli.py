@@ -225,36 +225,41 @@ def _the_program() -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with interrupts.handled():  # Ctrl-C and SIGTERM: exit 130 (runtime/interrupts.py)
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args_list
     run = RunFacts()
-    with interrupts.handled():
-        try:
-            args = build_parser().parse_args(args_list)
-            code = _COMMANDS[args.command](args, run)
+    try:
+        args = build_parser().parse_args(args_list)
+        code = _COMMANDS[args.command](args, run)
+        run.discard_log()
+        return code
+    except NeardupError as e:
+        if (stopped := interrupts.interruption(e)) is not None:  # raised while Ctrl-C was handled
+            return _interrupted(stopped, run, debug, e)
+        if debug:
+            raise
+        _error(str(e))
+        run.discard_log()
+        return e.exit_code
+    except KeyboardInterrupt as e:
+        return _interrupted(e, run, debug)
+    except Exception as e:  # the contract is one line, not a traceback
+        if (stopped := interrupts.interruption(e)) is not None:  # clean-up failed after Ctrl-C
+            return _interrupted(stopped, run, debug, e)
+        told = run.explain(e)
+        if debug:
+            if told.jvm_died:
+                _error(told.message)
+            raise
+        _error(told.message)
+        if told.discard_log:
             run.discard_log()
-            return code
-        except NeardupError as e:
-            if debug:
-                raise
-            _error(str(e))
-            run.discard_log()
-            return e.exit_code
-        except KeyboardInterrupt as e:
-            return _interrupted(e, run, debug)
-        except Exception as e:  # the contract is one line, not a traceback
-            stopped = interrupts.interruption(e)
-            if stopped is not None:  # clean-up code failed after Ctrl-C cut a call short
-                return _interrupted(stopped, run, debug, e)
-            told = run.explain(e)
-            if debug:
-                if told.jvm_died:
-                    _error(told.message)
-                raise
-            _error(told.message)
-            if told.discard_log:
-                run.discard_log()
-            return told.exit_code
+        return told.exit_code
 
 
 def _interrupted(
