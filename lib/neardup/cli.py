@@ -3,8 +3,8 @@
 
 Parse arguments, build the config and the session, call the command (commands/), and
 print one line for a failure with a distinct exit code (0 done, 2 usage or config error,
-3 input data error, 4 index refused, 1 anything else; runtime/failures.py reads Spark's
-and the JVM's failures).
+3 input data error, 4 index refused, 5 storage, 6 locked, 130 interrupted, 1 anything
+else; runtime/failures.py reads Spark's and the JVM's failures).
 """
 
 from __future__ import annotations
@@ -14,13 +14,15 @@ import json
 import logging
 import os
 import sys
+import traceback
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neardup import __version__
-from neardup.errors import NeardupError, UsageError
-from neardup.runtime.failures import EXIT_FAILED, EXIT_OK, RunFacts, require_pyspark
+from neardup.errors import NeardupError, UsageError, stage_of
+from neardup.runtime import interrupts
+from neardup.runtime.failures import EXIT_INTERRUPTED, EXIT_OK, RunFacts, require_pyspark
 
 log = logging.getLogger("neardup")
 
@@ -228,6 +230,11 @@ def _the_program() -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with interrupts.handled():  # Ctrl-C and SIGTERM: exit 130 (runtime/interrupts.py)
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args_list
     run = RunFacts()
@@ -237,15 +244,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         run.discard_log()
         return code
     except NeardupError as e:
+        if (stopped := interrupts.interruption(e)) is not None:  # raised while Ctrl-C was handled
+            return _interrupted(stopped, run, debug, e)
         if debug:
             raise
         _error(str(e))
         run.discard_log()
         return e.exit_code
-    except KeyboardInterrupt:
-        _error("interrupted; no output was published" + run.log_note())
-        return EXIT_FAILED
+    except KeyboardInterrupt as e:
+        return _interrupted(e, run, debug)
     except Exception as e:  # the contract is one line, not a traceback
+        if (stopped := interrupts.interruption(e)) is not None:  # clean-up failed after Ctrl-C
+            return _interrupted(stopped, run, debug, e)
         told = run.explain(e)
         if debug:
             if told.jvm_died:
@@ -255,6 +265,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         if told.discard_log:
             run.discard_log()
         return told.exit_code
+
+
+def _interrupted(
+    e: KeyboardInterrupt, run: RunFacts, debug: bool, raised: BaseException | None = None
+) -> int:
+    """Ctrl-C or SIGTERM: the jobs were cancelled (runtime/interrupts.py), the staging
+    folder stays for a rerun to resume from."""
+    if debug:
+        traceback.print_exception(raised or e)
+    how = getattr(e, "signal_name", "SIGINT")
+    stage = stage_of(raised or e)
+    where = f" in stage {stage}" if stage else ""
+    _error(f"interrupted by {how}{where}; nothing was published")
+    run.discard_log()
+    return EXIT_INTERRUPTED
 
 
 def _error(message: str) -> None:
@@ -322,6 +347,7 @@ def _session(
     finally:
         run.log = launched_log()  # also when the session failed to start: the error names it
     spark = started.spark
+    interrupts.install()  # creating the SparkContext installed pyspark's SIGINT handler
     if not args.debug:
         _quiet_python_side(spark)
     conf = spark.sparkContext.getConf()
@@ -335,6 +361,7 @@ def _dedup(args: argparse.Namespace, run: RunFacts) -> int:
     if args.overwrite:
         overrides["output"] = {"overwrite": True}
     cfg = _load_config(args, overrides)
+    run.writes = args.output  # named by a storage error that names no path
     require_pyspark()  # before the modules below import it
     from neardup.report import check_renderer
 
@@ -387,6 +414,7 @@ def _index(args: argparse.Namespace, run: RunFacts) -> int:
     if args.index_command == "verify":
         return _index_verify(args, run)
     cfg = _load_config(args, _input_overrides(args))
+    run.writes = args.index
     spark = _session(args, cfg, run)
     if run.started.jvm_log is not None:
         log.info("Spark's own log: %s (kept if the run fails; --debug shows it here)", run.started.jvm_log)
@@ -503,6 +531,7 @@ def _decontaminate(args: argparse.Namespace, run: RunFacts) -> int:
     if args.overwrite:
         overrides["output"] = {"overwrite": True}
     cfg = _load_config(args, overrides)
+    run.writes = args.output
     spark = _session(args, cfg, run)
     from neardup.commands import decontaminate
 

@@ -45,7 +45,7 @@ from neardup import __version__
 from neardup.config import Config
 from neardup.kernels.signatures import SignParams
 from neardup.runtime import outputs, pydaemon
-from neardup.runtime.fs import FileSystem
+from neardup.runtime.fs import FileSystem, from_uri
 from neardup.runtime.jobgroups import JobGroups
 from neardup.runtime.memory import BatchSizes, human, slot_share
 from neardup.runtime.session import DAEMON_MODULE, archive_report, heap_and_slots, local_cores
@@ -234,6 +234,7 @@ def opened_run(spark: SparkSession, cfg: Config, input_path: str, claim: Claim) 
     finished stages), mark the folder as ours, and yield the run's context; its cached
     frames and session settings are released at the end."""
     paths, fs = claim.paths, claim.fs
+    fs.check_writable(paths.staging)  # a read-only or full output folder: exit 5 before any job
     # The marker first: a run stopped anywhere after this leaves a folder known as ours.
     fs.write_bytes(paths.staged(outputs.STAGING_MARKER), b"")
     for name in fs.list_names(paths.staging):
@@ -276,7 +277,7 @@ def open_input(spark: SparkSession, cfg: Config, input_path: str) -> Opened:
     inp = read_input(spark, input_path, cfg)
     check_columns(inp, cfg)
     row_check = check_rows(inp, cfg, measure_text=inp.format != "parquet")
-    files = sorted(inp.df.inputFiles()) if inp.format != "table" else []
+    files = sorted(from_uri(f) for f in inp.df.inputFiles()) if inp.format != "table" else []
     profile: InputProfile | None
     if inp.format == "parquet":
         profile = parquet_profile(spark, files, cfg.input.text_col)

@@ -60,6 +60,7 @@ from neardup.kernels.signatures import BAND_KEYS_FORMAT, SIGNED_COLUMNS, SignPar
 from neardup.report import check_renderer
 from neardup.report.summary import Summary
 from neardup.runtime.indexstore import check_id_type
+from neardup.runtime.interrupts import held as held_interrupts
 from neardup.runtime.jobgroups import count
 from neardup.runtime.memory import human
 from neardup.runtime.sizing import batch_settings, writer_options
@@ -259,7 +260,8 @@ def _run(spark: SparkSession, cfg: Config, input_path: str, claim: Claim, agains
             summary = r.stage("report", about, _gather_report, inp, edges, staged, statuses)
     report = _report(r, started, inp, index, guarded)
     files = {"report.html": _render_html(report, summary)} if summary is not None else {}
-    publish(r.fs, r.paths, report, files)
+    with held_interrupts():  # exit 130 means nothing was published
+        publish(r.fs, r.paths, report, files)
     return Result(r.paths.output, report)
 
 

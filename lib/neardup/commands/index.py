@@ -34,6 +34,7 @@ from neardup.runtime.indexfiles import count_problem, damaged, record
 from neardup.runtime.indexstore import (
     DOCS,
     KEYS,
+    SEGMENTS,
     SIGNATURES,
     IndexFile,
     IndexStore,
@@ -45,6 +46,7 @@ from neardup.runtime.indexstore import (
     index_params,
     probe_keys,
 )
+from neardup.runtime.interrupts import held as held_interrupts
 from neardup.runtime.jobgroups import count
 from neardup.runtime.memory import BatchSizes, human
 from neardup.runtime.sizing import batch_settings, writer_options
@@ -127,6 +129,7 @@ def _append(
     """The stage list: read -> sign -> write (a new segment) -> commit."""
     started = time.time()
     source = FileSystem.for_path(spark, input_path).qualify(input_path.rstrip("/"))
+    store.fs.check_writable(f"{store.path}/{SEGMENTS}")  # read-only or full: exit 5 before any job
     appended = base if base is not None and not replace_all else None
     signatures = appended.signatures if appended is not None else cfg.verify.method == "signature"
     with job_stages(spark) as run:
@@ -139,7 +142,8 @@ def _append(
             files = run.stage("write", indexed, _write, cfg, store, name, signed, signatures)
             segment = _segment(spark, cfg, source, read, signed, name, files)
             new = _manifest(cfg, base, replace_all, version, read.id_type, signatures, segment)
-            run.stage("commit", f"version {version}", _commit, store, new)
+            with held_interrupts():  # exit 130 means nothing was published
+                run.stage("commit", f"version {version}", _commit, store, new)
         except Exception:
             # A failed write or a lost commit deletes its own segment (a crash leaves it
             # to the next writer's garbage collection); a committed one is kept.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import signal
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from neardup.errors import (
     UsageError,
     stage_of,
 )
+from neardup.runtime.localpaths import why_not_made
 from neardup.runtime.memory import GiB, format_size, parse_size
 
 # The command line's exit codes: done, anything else, usage or config, input data, index
@@ -184,11 +186,65 @@ def input_error_from(e: BaseException) -> InputDataError | None:
     return InputDataError(f"input file {found[0]} cannot be read: {found[1][:300]}")
 
 
+# What an operating system says (through Java's IOException or Python's OSError) when the
+# storage refuses a write, and what the user reads; Hadoop's own words where it says less.
+_STORAGE_REASONS = (
+    ("No space left on device", "no space left on device"),
+    ("Disk quota exceeded", "disk quota exceeded"),
+    ("Read-only file system", "read-only file system"),
+    ("Permission denied", "permission denied"),
+)
+_MKDIRS = re.compile(r"Mkdirs failed to create (.+?)(?: \(exists=|$)", re.MULTILINE)
+# Where a write failed, as Spark, Hadoop, Java and Python name it (the first that matches).
+# A path may hold spaces: each pattern reads to a delimiter of its own message.
+_WRITE_PATHS = (
+    re.compile(r"Task failed while writing rows to (.+?)\.?(?: SQLSTATE|$)", re.MULTILINE),
+    _MKDIRS,
+    re.compile(r"(?:FileNotFound|IO)Exception: (.+?) \((?:No space|Read-only|Permission|Disk quota)"),
+    re.compile(r"\[Errno \d+\] [^:\n]+: '([^'\n]+)'"),
+)
+
+
+def storage_reason(text: str) -> str | None:
+    """Why the storage refused a write, from a failure's text, or None. Hadoop's local
+    file system gives no reason for a folder it could not make: the system is asked."""
+    said = next((said for marker, said in _STORAGE_REASONS if marker in text), None)
+    if said is None and (m := _MKDIRS.search(text)):
+        said = why_not_made(m.group(1).strip())
+    return said
+
+
+def storage_error_from(e: BaseException, writes: str | None) -> StorageError | None:
+    """A failure because storage refused a write (a full disk, a read-only or foreign
+    folder, a quota) -> a StorageError naming the path, else None. `writes` is the output
+    or index the command writes, named where the failure does not say which path."""
+    if isinstance(e, StorageError):
+        return e
+    text = str(e)
+    reason = storage_reason(text)
+    if reason is None:
+        return None
+    m = next((m for pattern in _WRITE_PATHS if (m := pattern.search(text))), None)
+    if isinstance(e, OSError) and e.filename:
+        where = str(e.filename)
+    elif m is not None:
+        where = m.group(1).strip()
+    elif writes is not None:
+        where = f"{writes} (or its staging folder, or Spark's local folders: spark.local.dir)"
+    else:
+        where = "Spark's local folders (spark.local.dir) or the output"
+    return StorageError(f"cannot write {where}: {reason}{_where(stage_of(e))}")
+
+
 def describe(e: BaseException) -> str:
-    """The first meaningful line of an exception, Spark's or Python's."""
+    """The first meaningful line of an exception, Spark's or Python's: for a call into the
+    JVM that failed, the Java exception's line (Py4J's own first line names only the call)."""
     text = str(e).strip().splitlines()
     head = text[0] if text else ""
-    return f"{type(e).__name__}: {head[:500]} (rerun with --debug for the traceback)"
+    java = next((line[2:] for line in text[1:3] if line.startswith(": ")), None)
+    if java is not None and head.startswith("An error occurred while calling"):
+        return java.strip()[:500]
+    return f"{type(e).__name__}: {head[:500]}"
 
 
 @dataclass(frozen=True)
@@ -209,6 +265,7 @@ class RunFacts:
         self.started: Any = None  # runtime.session.Started, once the session is up
         self.heap: str | None = None
         self.log: Path | None = None  # the JVM's log file, if neardup launched it quietly
+        self.writes: str | None = None  # the output or index the command writes
 
     def discard_log(self) -> None:
         """The run ended well, or with an error whose one line says it all."""
@@ -218,18 +275,33 @@ class RunFacts:
     def log_note(self) -> str:
         return f" (Spark's log: {self.log})" if self.log is not None else ""
 
+    def keep_traceback(self, e: BaseException) -> str:
+        """Append the Python traceback of `e` to Spark's log, where the user's one line
+        points; what to add to that line ("rerun with --debug" where there is no log)."""
+        if self.log is None:
+            return " (rerun with --debug for the traceback)"
+        try:
+            with self.log.open("a", encoding="utf-8") as f:
+                f.write("\nneardup: the failure's Python traceback:\n")
+                f.write("".join(traceback.format_exception(e)))
+        except OSError:
+            return " (rerun with --debug for the traceback)"
+        return f" (Spark's log, with the traceback: {self.log})"
+
     def explain(self, e: BaseException) -> Told:
         """The one line for an exception that is not one of neardup's own errors."""
         died = self.jvm_death(e)
         if died is not None:
             return Told(died, EXIT_FAILED, jvm_died=True)
-        known = input_error_from(e)
+        known = input_error_from(e) or storage_error_from(e, self.writes)
         if known is not None:
             return Told(str(known), known.exit_code, discard_log=True)
         memory = self.memory_failure(e)
         if memory is not None:
             return Told(memory, EXIT_FAILED)
-        return Told(describe(e) + self.log_note(), EXIT_FAILED)
+        stage = stage_of(e)
+        where = f"stage {stage} failed: " if stage else ""
+        return Told(where + describe(e) + self.keep_traceback(e), EXIT_FAILED)
 
     def jvm_death(self, e: BaseException) -> str | None:
         """The one-line story of a local JVM that died under us, or None if it lives."""

@@ -1,15 +1,57 @@
 """File operations through Hadoop's FileSystem API, so every scheme Spark can write
 (file:, hdfs:, s3a:, abfss:, dbfs:) works the same for existence checks, atomic
 publication (rename) and the small files (report.json, _SUCCESS) the job writes.
+
+Two spellings of a path meet here. Hadoop's `Path(String)`, which every reader, writer and
+call below takes, reads its argument literally: `/data/a b%41` is that file. Spark names
+the files it read as URIs instead (`DataFrame.inputFiles()`, `input_file_name()`):
+`file:///data/a%20b%2541`. Handed back to a `Path(String)` such a name is another file,
+so every name Spark gives passes through `from_uri` (or `from_uri_column`) first.
 """
 
 from __future__ import annotations
 
+import contextlib
+import uuid
+from collections.abc import Iterator
 from typing import Any, NamedTuple
+from urllib.parse import unquote
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
 
+from neardup.errors import StorageError
+from neardup.runtime.failures import storage_reason
 from neardup.runtime.java import java_class
+from neardup.runtime.localpaths import why_not_made
+
+
+def from_uri(uri: str) -> str:
+    """A file as Spark names it (a URI: `file:///a%20b%2541+c`) -> as Hadoop's Path and the
+    user write it (`file:///a b%41+c`). Java's URI escapes `%` itself (as %25), so decoding
+    every escape once is exact; `+` is a plus in a path (not a space, as in a query)."""
+    return unquote(uri, errors="strict")
+
+
+def from_uri_column(uri: Column) -> Column:
+    """`from_uri` in the JVM, for a column of `input_file_name()`s. Spark's url_decode
+    is Java's URLDecoder, which reads `+` as a space: a plus is escaped before it."""
+    return F.url_decode(F.replace(uri, F.lit("+"), F.lit("%2B")))
+
+
+@contextlib.contextmanager
+def _writing(path: str) -> Iterator[None]:
+    """A write the storage refuses (full, read-only, not ours) -> a StorageError naming
+    `path`; any other failure as it is."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except Exception as e:
+        reason = storage_reason(str(e))
+        if reason is None:
+            raise
+        raise StorageError(f"cannot write {path}: {reason}") from e
 
 
 class Listed(NamedTuple):
@@ -53,21 +95,37 @@ class FileSystem:
 
     def delete(self, path: str) -> None:
         if self.exists(path):
-            self._fs.delete(self._path(path), True)
+            with _writing(path):
+                self._fs.delete(self._path(path), True)
 
     def mkdirs(self, path: str) -> None:
-        self._fs.mkdirs(self._path(path))
+        with _writing(path):
+            made = self._fs.mkdirs(self._path(path))
+        if not made:  # Hadoop's local file system says no more than this
+            raise StorageError(f"cannot create folder {path}: {why_not_made(path)}")
 
     def rename(self, src: str, dst: str) -> None:
-        if not self._fs.rename(self._path(src), self._path(dst)):
-            raise OSError(f"could not move {src} to {dst}")
+        with _writing(dst):
+            moved = self._fs.rename(self._path(src), self._path(dst))
+        if not moved:
+            raise StorageError(f"cannot move {src} to {dst}")
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        out = self._fs.create(self._path(path), True)
-        try:
-            out.write(bytearray(data))
-        finally:
-            out.close()
+        with _writing(path):
+            out = self._fs.create(self._path(path), True)
+            try:
+                out.write(bytearray(data))
+            finally:
+                out.close()  # where a full disk shows: the bytes are flushed here
+
+    def check_writable(self, folder: str) -> None:
+        """Make `folder` and write, read back and delete a small file in it: a read-only or
+        full file system is a StorageError naming it before any Spark job (a run that
+        would fail only when it writes, minutes later)."""
+        self.mkdirs(folder)
+        probe = f"{folder}/.neardup-probe-{uuid.uuid4().hex}"
+        self.write_bytes(probe, b"neardup can write here\n")
+        self.delete(probe)
 
     def read_text(self, path: str) -> str:
         """A small UTF-8 file's content (report.json)."""

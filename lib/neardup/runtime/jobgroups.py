@@ -20,6 +20,14 @@ from pyspark import SparkContext
 PREFIX = "neardup: "
 # The thread-local properties setJobGroup sets (SparkContext.SPARK_JOB_* in Scala).
 _KEYS = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+# The job groups of the runs under way, by run: what Ctrl-C cancels (runtime/interrupts.py).
+_ACTIVE: dict[str, set[str]] = {}
+
+
+def active_groups() -> list[str]:
+    """Every job group a run under way in this process has started (a stage's jobs, and a
+    thread's that inherited its group, may run on after the next stage began)."""
+    return sorted(g for groups in list(_ACTIVE.values()) for g in groups)
 
 
 def description(stage: str, about: str = "") -> str:
@@ -48,9 +56,12 @@ class JobGroups:
         # interruptOnCancel stays False (Spark's default): interrupting task threads can
         # mark HDFS data nodes dead (HDFS-1208); Spark still stops a cancelled task when
         # it next reads a record.
-        self._sc.setJobGroup(group_id(self._run_id, stage), description(stage, about), False)
+        group = group_id(self._run_id, stage)
+        _ACTIVE.setdefault(self._run_id, set()).add(group)
+        self._sc.setJobGroup(group, description(stage, about), False)
 
     def close(self) -> None:
+        _ACTIVE.pop(self._run_id, None)
         # After a JVM death this fails too; the original error is the one to report.
         with contextlib.suppress(Exception):
             for key, value in self._before.items():

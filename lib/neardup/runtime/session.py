@@ -364,7 +364,11 @@ def _launch_jvm(settings: Mapping[str, str], app_name: str, quiet: bool) -> Path
         prefix = "spark-" + time.strftime("%Y%m%d-%H%M%S-")
         if folder is None:
             prefix, folder = "neardup-" + prefix, Path(tempfile.gettempdir())
-        fd, name = tempfile.mkstemp(prefix=prefix, suffix=".log", dir=folder)
+        made, name = tempfile.mkstemp(prefix=prefix, suffix=".log", dir=folder)
+        # Appending: the command line adds a failure's Python traceback at the end while the
+        # JVM may still write; without O_APPEND the JVM's next line would overwrite it.
+        fd = os.open(name, os.O_WRONLY | os.O_APPEND)
+        os.close(made)
         path = Path(name)
         global _launched_log
         _launched_log = path

@@ -26,6 +26,7 @@ from neardup import columns as C
 from neardup.config import Config, SurvivorConfig
 from neardup.errors import InputDataError, NeardupError, UsageError
 from neardup.kernels.contamination import REF, DeconParams, build_reference, reference_bytes
+from neardup.runtime.fs import from_uri
 from neardup.runtime.memory import human, parse_size
 from neardup.stages.read import CORRUPT, ID_TYPES, Input, check_rows, read_input
 from neardup.stages.tune_sample import collect_arrow
@@ -143,7 +144,7 @@ def load_reference(spark: SparkSession, cfg: Config, path: str, params: DeconPar
         ids=numbered.select(REF, REFERENCE_ID),
         payload=payload,
         key=hashlib.sha256(payload).hexdigest()[:16],
-        files=sorted(inp.df.inputFiles()),
+        files=sorted(from_uri(f) for f in inp.df.inputFiles()),
         items=ref.items,
         empty=ref.empty,
         text_bytes=text_bytes,

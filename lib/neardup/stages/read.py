@@ -11,7 +11,6 @@ import gzip
 import logging
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -21,7 +20,8 @@ from neardup import columns as C
 from neardup.config import Config
 from neardup.errors import InputDataError, UsageError
 from neardup.kernels.policy import PRIORITY
-from neardup.runtime.fs import FileSystem
+from neardup.runtime.fs import FileSystem, from_uri_column
+from neardup.runtime.localpaths import local_file
 from neardup.stages.survivor_order import priority_rank
 
 log = logging.getLogger(__name__)
@@ -175,7 +175,7 @@ def check_rows(inp: Input, cfg: Config, measure_text: bool = False) -> RowCheck:
     if CORRUPT in df.columns:
         # Spark refuses a query of the corrupt-record column alone; the id comes along.
         bad = df.filter(F.col(CORRUPT).isNotNull()).select(
-            F.input_file_name().alias("_file"), F.col(CORRUPT), F.col(id_col)
+            from_uri_column(F.input_file_name()).alias("_file"), F.col(CORRUPT), F.col(id_col)
         )
         rows = bad.limit(2).collect()
         if rows:
@@ -247,7 +247,9 @@ def malformed_lines(spark: SparkSession, df: DataFrame, files_limit: int = LOCAT
     bad = (
         df.filter(F.col(CORRUPT).isNotNull())
         .select(
-            F.input_file_name().alias("_file"), F.col(CORRUPT).alias("_raw"), F.col(other).alias("_other")
+            from_uri_column(F.input_file_name()).alias("_file"),
+            F.col(CORRUPT).alias("_raw"),
+            F.col(other).alias("_other"),
         )
         .checkpoint(eager=True)
         .drop("_other")
@@ -292,10 +294,9 @@ def _where(file: str, line: str) -> str:
 
 
 def _line_number(file: str, line: str) -> int | None:
-    parsed = urlparse(file)
-    if parsed.scheme not in ("", "file"):
+    path = local_file(file)  # `file` is a Hadoop path (from_uri_column), not a URI
+    if path is None:
         return None
-    path = unquote(parsed.path)
     opener: Any = gzip.open if path.endswith(".gz") else open
     try:
         with opener(path, "rt", encoding="utf-8", errors="replace") as f:
