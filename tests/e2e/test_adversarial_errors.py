@@ -33,7 +33,8 @@ def _previous_output(root: Path) -> Path:
     out = root / "out"
     (out / "kept").mkdir(parents=True)
     (out / "kept" / "part-0.parquet").write_bytes(b"the previous run's kept documents")
-    (out / "report.json").write_text('{"previous": true}\n')
+    # What marks it as neardup's, which --overwrite may replace.
+    (out / "report.json").write_text('{"command": "dedup", "neardup_version": "0.1.0", "previous": true}\n')
     (out / "_SUCCESS").write_bytes(b"")
     return out
 

@@ -44,6 +44,8 @@ from neardup.runtime.fs import FileSystem
 # Every character that URIs escape or that unquoting would change, in a folder's name and a
 # file's: a space, non-ASCII, a fragment mark, a literal escape and a plus.
 ODD = "a b é#%41+c"
+# What marks a folder as a previous neardup output, which --overwrite may replace.
+PREVIOUS_REPORT = '{"command": "dedup", "neardup_version": "0.1.0"}\n'
 NO_HTML = ("--set", "report.html=false")
 PAIRS = 12  # distinct texts, each at two ids: i and i + 100
 MALFORMED = '{"id": 999, "text": "cut short\n'
@@ -276,10 +278,12 @@ def test_a_read_only_output_is_refused_before_any_spark_job(
     previous = small_fs / f"out {ODD}"
     previous.mkdir()
     (previous / "kept.parquet").write_bytes(b"a previous output")
+    (previous / "report.json").write_text(PREVIOUS_REPORT)
     _remount_ro(small_fs)
     before = snapshot(src, small_fs)
     ran = neardup(capsys, "dedup", "--input", str(src), "--output", str(previous), "--overwrite", *NO_HTML)
-    assert_one_line(ran.code, ran.err, 5, f"{previous}.neardup-staging", "read-only file system")
+    # The lease beside the output is the first file the run writes.
+    assert_one_line(ran.code, ran.err, 5, f"{previous}.neardup-lock", "read-only file system")
     assert "stage read" not in ran.err and "memory:" not in ran.err, "the read began"
     assert_untouched(before, src, small_fs)
 
@@ -315,6 +319,7 @@ def test_ctrl_c_in_a_stage_cancels_its_jobs_and_publishes_nothing(
     out = root / f"interrupted {ODD}"  # a previous run's output, which --overwrite would replace
     (out / "kept").mkdir(parents=True)
     (out / "kept" / "part-0.parquet").write_bytes(b"the previous run's kept documents")
+    (out / "report.json").write_text(PREVIOUS_REPORT)
     (out / "_SUCCESS").write_bytes(b"")
     before = snapshot(src, out)
 

@@ -214,7 +214,8 @@ class LocalFiles:
             finally:
                 os.remove(tmp)
         except OSError as e:  # a read-only or missing folder
-            raise StorageError(f"cannot create the lease file {path}: {e.strerror}") from e
+            why = (e.strerror or str(e)).lower()
+            raise StorageError(f"cannot create the lease file {path}: {why}") from e
 
     @staticmethod
     def _create_exclusive(path: str, data: bytes) -> bool:

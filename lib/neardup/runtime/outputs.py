@@ -262,6 +262,7 @@ def _parent_made(fs: FileSystem, lease: str, where: str) -> None:
         try:
             os.makedirs(os.path.dirname(where), exist_ok=True)
         except OSError as e:
-            raise StorageError(f"cannot make the folder {os.path.dirname(where)}: {e.strerror}") from e
+            why = (e.strerror or str(e)).lower()
+            raise StorageError(f"cannot make the folder {os.path.dirname(where)}: {why}") from e
     else:
         fs.mkdirs(lease.rsplit("/", 1)[0])
