@@ -64,7 +64,7 @@ from neardup.stages.read import (
     check_columns,
     check_rows,
     documents,
-    malformed_lines,
+    malformed_records,
     read_input,
 )
 from neardup.stages.sign import sign_params
@@ -288,7 +288,7 @@ def read_stage(r: RunContext) -> tuple[ReadResult, Counts]:
     r.work.writer_options = writer_options(batches, None)
     malformed = None
     if CORRUPT in inp.df.columns and row_check.malformed:
-        malformed = r.keep(malformed_lines(r.spark, inp.df))
+        malformed = r.keep(malformed_records(r.spark, inp))
     table = r.input_path if inp.format == "table" else None
     rows = row_check.rows + row_check.malformed
     source = opened.source

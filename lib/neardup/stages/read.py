@@ -22,6 +22,7 @@ from neardup.config import Config
 from neardup.errors import InputDataError, UsageError
 from neardup.kernels.policy import PRIORITY
 from neardup.runtime.fs import FileSystem
+from neardup.stages.csv_records import csv_records
 from neardup.stages.survivor_order import priority_rank
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,7 @@ CORRUPT = "_corrupt_record"
 # the raw line beside its parse, under these names, in `Input.lines`.
 LINE = "_line_text"
 PARSED = "_parsed"
+LINE_NO = "_line_no"  # CSV: the line a record starts on
 # Jackson refuses a string longer than 20,000,000 characters unless told otherwise; a Java
 # string holds at most this many, so no text that reaches the parser is refused for its length.
 MAX_STRING_LEN = str(2**31 - 1)
@@ -120,13 +122,8 @@ def read_input(spark: SparkSession, path: str, cfg: Config) -> Input:
         lines = _json_lines(spark, path)
         return Input(lines.select(f"{PARSED}.*"), fmt, path, lines)
     elif fmt == "csv":
-        df = (
-            reader.option("header", str(cfg.input.csv_header).lower())
-            .option("multiLine", "true")
-            .option("escape", '"')
-            .option("mode", "PERMISSIVE")
-            .csv(path)
-        )
+        lines = csv_records(spark, path, cfg, CORRUPT, LINE, PARSED)
+        return Input(lines.select(f"{PARSED}.*"), fmt, path, lines)
     else:  # pragma: no cover - config validation forbids it
         raise UsageError(f"unknown input format {fmt}")
     return Input(df, fmt, path)
@@ -236,8 +233,9 @@ def check_rows(inp: Input, cfg: Config, measure_text: bool = False) -> RowCheck:
         bad = parsed[CORRUPT].isNotNull()
         frame, ident, text = inp.lines, parsed[id_col], parsed[text_col]
         fields = {f.name: f.dataType for f in df.schema.fields}
-        odd_text = _not_json_string(text, text_col, numbers=True) if _is_string(fields[text_col]) else None
-        odd_id = _not_json_string(ident, id_col, numbers=False) if _is_string(fields[id_col]) else None
+        json = inp.format == "jsonl"
+        odd_text = _not_json_string(text, text_col, True) if json and _is_string(fields[text_col]) else None
+        odd_id = _not_json_string(ident, id_col, False) if json and _is_string(fields[id_col]) else None
     else:
         frame, ident, text = df, F.col(id_col), F.col(text_col)
         bad = F.col(CORRUPT).isNotNull() if CORRUPT in df.columns else F.lit(False)
@@ -363,10 +361,25 @@ def _examples(inp: Input, which: Column) -> str:
     """Two rows of `which`, each as `file line N: 'text'`."""
     frame = inp.lines if inp.lines is not None else inp.df
     raw = F.col(LINE) if inp.lines is not None else F.col(CORRUPT)
+    if LINE_NO in frame.columns:  # CSV: the records know their file and line
+        got = frame.filter(which).select("_file", LINE_NO, raw.alias("_raw")).limit(2).collect()
+        return "; ".join(f"{r['_file']} line {r[LINE_NO]}: {r['_raw'][:60]!r}" for r in got)
     rows = (
         frame.filter(which).select(F.input_file_name().alias("_file"), raw.alias("_raw")).limit(2).collect()
     )
     return "; ".join(_where(r["_file"], r["_raw"]) for r in rows)
+
+
+def malformed_records(spark: SparkSession, inp: Input) -> DataFrame:
+    """The malformed records of a JSON Lines or CSV input: (_file, _line, _raw, _kind:
+    "JSON line" or "CSV record", for their reason in rejected/)."""
+    kind = F.lit(_record_word(inp)).alias("_kind")
+    if inp.lines is not None and LINE_NO in inp.lines.columns:
+        bad = inp.lines.filter(F.col(PARSED)[CORRUPT].isNotNull())
+        return bad.select(
+            "_file", F.col(LINE_NO).cast("long").alias("_line"), F.col(LINE).alias("_raw"), kind
+        )
+    return malformed_lines(spark, inp.df).select("_file", "_line", "_raw", kind)
 
 
 # Line numbers of malformed lines are found for at most this many files (each is read again).
@@ -399,10 +412,14 @@ def malformed_lines(spark: SparkSession, df: DataFrame, files_limit: int = LOCAT
     located = []
     for file in files[:files_limit]:
         mid = F.monotonically_increasing_id()
-        lines = spark.read.option("lineSep", LINE_SEP).text(file).select(
-            F.shiftright(mid, 33).alias("_part"),
-            mid.bitwiseAND((1 << 33) - 1).alias("_row"),
-            F.col("value").alias("_raw"),
+        lines = (
+            spark.read.option("lineSep", LINE_SEP)
+            .text(file)
+            .select(
+                F.shiftright(mid, 33).alias("_part"),
+                mid.bitwiseAND((1 << 33) - 1).alias("_row"),
+                F.col("value").alias("_raw"),
+            )
         )
         counts = sorted((r["_part"], r["count"]) for r in lines.groupBy("_part").count().collect())
         first, offset = {}, 0
