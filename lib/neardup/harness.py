@@ -57,6 +57,7 @@ from neardup.runtime.sizing import (
 )
 from neardup.runtime.stagelog import StageLog
 from neardup.runtime.workdir import WorkDir, input_fingerprint
+from neardup.stages.parquet_schemas import check_parquet_files
 from neardup.stages.read import (
     CORRUPT,
     Input,
@@ -253,8 +254,11 @@ def open_input(spark: SparkSession, cfg: Config, input_path: str) -> Opened:
     """Read the input and check its columns and rows; profile its bytes per row."""
     inp = read_input(spark, input_path, cfg)
     check_columns(inp, cfg)
-    row_check = check_rows(inp, cfg, measure_text=inp.format != "parquet")
     files = sorted(inp.df.inputFiles()) if inp.format != "table" else []
+    if inp.format == "parquet":
+        # Before the rows: a file with another schema would fail or be read as nulls there.
+        check_parquet_files(spark, input_path, files, (cfg.input.id_col, cfg.input.text_col))
+    row_check = check_rows(inp, cfg, measure_text=inp.format != "parquet")
     profile: InputProfile | None
     if inp.format == "parquet":
         profile = parquet_profile(spark, files, cfg.input.text_col)

@@ -62,7 +62,9 @@ def csv_records(
             F.regexp_replace(F.col("value"), "\r$", "").alias("_v"),
         )
     )
-    quotes = F.length(F.col("_v")) - F.length(F.regexp_replace(F.col("_v"), '"', ""))
+    # Counted on the decoded line: a `"` byte is never part of an invalid UTF-8 sequence
+    # there (Spark's own character count of raw bytes could skip one after a bad lead byte).
+    quotes = F.length(F.regexp_replace(F.col("_v"), '[^"]+', ""))
     # One file's lines are its splits' rows in order, and the splits are numbered in order:
     # `_pos` orders a file's lines.
     in_file = Window.partitionBy("_file").orderBy("_pos")
