@@ -65,6 +65,7 @@ from neardup.stages.read import (
     check_columns,
     check_rows,
     documents,
+    exact_json_lines,
     malformed_records,
     read_input,
 )
@@ -259,6 +260,15 @@ def open_input(spark: SparkSession, cfg: Config, input_path: str) -> Opened:
         # Before the rows: a file with another schema would fail or be read as nulls there.
         check_parquet_files(spark, input_path, files, (cfg.input.id_col, cfg.input.text_col))
     row_check = check_rows(inp, cfg, measure_text=inp.format != "parquet")
+    if row_check.recount:
+        log.warning(
+            "input %s: the rows of Spark's JSON reader do not match the non-blank lines one to "
+            "one, or may hold a value it turned into a string; reading it again line by line",
+            input_path,
+        )
+        inp = exact_json_lines(spark, inp)
+        check_columns(inp, cfg)
+        row_check = check_rows(inp, cfg, measure_text=True)
     profile: InputProfile | None
     if inp.format == "parquet":
         profile = parquet_profile(spark, files, cfg.input.text_col)

@@ -24,7 +24,8 @@ def check_parquet_files(spark: SparkSession, path: str, files: Sequence[str], co
     if len(files) < 2:
         return
     jvm: Any = spark._jvm
-    conf = spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+    jsc: Any = spark._jsc
+    conf = jsc.hadoopConfiguration()
     first: dict[str, str] | None = None
     for name in files:
         reader = java_class(jvm, "org.apache.parquet.hadoop.ParquetFileReader").open(

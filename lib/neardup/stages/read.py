@@ -41,7 +41,7 @@ JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT, "max
 # text reader would also end a line at a lone "\r".
 LINE_SEP = "\n"
 # Whitespace a blank line may hold (ASCII's, as Python's bytes.strip): not a record.
-_BLANK = " \\t\\r\\u000B\\u000C"
+_BLANK_CHARS = " \t\r\x0b\x0c"
 
 _EXTENSIONS = {
     ".parquet": "parquet",
@@ -79,9 +79,31 @@ class Input:
     df: DataFrame
     format: str
     path: str
-    # JSON Lines: every non-blank line as read (LINE) beside its parse (PARSED, a struct of
-    # df's columns): the rows `check_rows` counts, independently of the parser.
+    # JSON Lines read line by line (`exact_json_lines`) and CSV: every record as read (LINE)
+    # beside its parse (PARSED, a struct of df's columns), one row each: the rows
+    # `check_rows` counts, independently of the parser.
     lines: DataFrame | None = None
+    # JSON Lines read by Spark's JSON reader: its non-blank lines (text reader's rows), the
+    # count its rows are checked against.
+    records: DataFrame | None = None
+
+
+def exact_json_lines(spark: SparkSession, inp: Input) -> Input:
+    """`inp` (JSON Lines) read again line by line: each non-blank line exactly one row. For
+    an input whose rows from Spark's JSON reader do not match its lines, or may hold a value
+    the reader turned into a string (RowCheck.recount). About 3x slower to parse than Spark's
+    JSON reader (Jackson from a character stream, every column), so only then."""
+    lines = _json_lines(spark, inp.path)
+    return Input(lines.select(f"{PARSED}.*"), inp.format, inp.path, lines)
+
+
+def _non_blank_lines(spark: SparkSession, path: str) -> DataFrame:
+    text = spark.read.option("lineSep", LINE_SEP).text(path)
+    return text.filter(~_blank(F.col("value")))
+
+
+def _blank(value: Column) -> Column:
+    return F.octet_length(F.call_function("btrim", value, F.lit(_BLANK_CHARS))) == 0
 
 
 def detect_format(path: str, fs: FileSystem) -> str:
@@ -119,8 +141,11 @@ def read_input(spark: SparkSession, path: str, cfg: Config) -> Input:
     if fmt == "parquet":
         df = reader.parquet(path)
     elif fmt == "jsonl":
-        lines = _json_lines(spark, path)
-        return Input(lines.select(f"{PARSED}.*"), fmt, path, lines)
+        # Spark's JSON reader (fast: it parses the bytes as they are, and only the columns
+        # asked for), with Jackson's string limit lifted; `check_rows` counts the lines
+        # beside it and, where its rows cannot be trusted, `exact_json_lines` reads again.
+        df = reader.options(**JSON_OPTIONS).json(path)
+        return Input(df, fmt, path, records=_non_blank_lines(spark, path))
     elif fmt == "csv":
         lines = csv_records(spark, path, cfg, CORRUPT, LINE, PARSED)
         return Input(lines.select(f"{PARSED}.*"), fmt, path, lines)
@@ -142,15 +167,22 @@ def _json_lines(spark: SparkSession, path: str) -> DataFrame:
     if CORRUPT not in schema.fieldNames():
         schema = schema.add(CORRUPT, T.StringType())
     text = spark.read.option("lineSep", LINE_SEP).text(path)
-    blank = F.octet_length(F.expr(f"trim(BOTH '{_BLANK}' FROM value)")) == 0
+    blank = _blank(F.col("value"))
     parsed = F.from_json(F.col("value"), schema, JSON_OPTIONS)
-    lines = text.filter(~blank).select(F.col("value").alias(LINE), parsed.alias(PARSED))
-    # A line that parses to no struct at all is malformed too: its raw line is the record.
-    # (A second projection: Spark does not merge it into the first, which would parse the
-    # line once per field.)
-    # Invalid UTF-8 is malformed, as Spark's JSON reader has it (the parser itself would
-    # decode the bad bytes as U+FFFD and go on: the text changed without a word).
-    whole = F.col(PARSED).isNull() | ~_valid_utf8(spark, F.col(LINE))
+    # Parsed once, in a generator: Spark pushes a filter on a parsed column (the
+    # corrupt-record one, asked by every reader of the rows) through a projection by
+    # copying the parse into it, and then parsed each line three times; it keeps a filter
+    # on a generator's output above the generator.
+    once = F.struct(
+        F.col("value").alias(LINE),
+        parsed.alias(PARSED),
+        _valid_utf8(spark, F.col("value")).alias("_utf8"),
+    )
+    lines = text.filter(~blank).select(F.inline(F.array(once)))
+    # A line that parses to no struct at all is malformed too: its raw line is the record;
+    # so is invalid UTF-8, as Spark's JSON reader has it (the parser itself would decode
+    # the bad bytes as U+FFFD and go on: the text changed without a word).
+    whole = F.col(PARSED).isNull() | ~F.col("_utf8")
     fields = [
         F.when(whole, F.col(LINE)).otherwise(F.col(PARSED)[f.name]).alias(f.name)
         if f.name == CORRUPT
@@ -162,7 +194,7 @@ def _json_lines(spark: SparkSession, path: str) -> DataFrame:
 
 def _valid_utf8(spark: SparkSession, line: Column) -> Column:
     if int(spark.version.split(".")[0]) >= 4:
-        return F.expr(f"is_valid_utf8(`{LINE}`)")  # a scan of the bytes, no copy
+        return F.call_function("is_valid_utf8", line)  # a scan of the bytes, no copy
     # Spark 3.5: decoding replaces each invalid sequence, so the round trip differs.
     raw = line.cast("binary")
     return F.encode(F.decode(raw, "UTF-8"), "UTF-8") == raw
@@ -212,7 +244,10 @@ class RowCheck:
     rows: int  # rows with an id (malformed lines not included)
     text_bytes: int | None = None  # UTF-8 bytes of all texts
     largest_text: int | None = None  # UTF-8 bytes of the longest text
-    malformed: int = 0  # malformed JSON lines let through by input.malformed: reject
+    malformed: int = 0  # malformed records let through by input.malformed: reject
+    # JSON Lines through Spark's JSON reader: its rows do not match the lines, or may hold
+    # a value it converted; nothing else was checked: read again with `exact_json_lines`.
+    recount: bool = False
 
 
 def check_rows(inp: Input, cfg: Config, measure_text: bool = False) -> RowCheck:
@@ -240,6 +275,14 @@ def check_rows(inp: Input, cfg: Config, measure_text: bool = False) -> RowCheck:
         frame, ident, text = df, F.col(id_col), F.col(text_col)
         bad = F.col(CORRUPT).isNotNull() if CORRUPT in df.columns else F.lit(False)
         odd_text = odd_id = None
+        if inp.records is not None:
+            # Spark's JSON reader: a value that may have been another kind of JSON, which
+            # only a read line by line can tell (`exact_json_lines`).
+            fields = {f.name: f.dataType for f in df.schema.fields}
+            if _is_string(fields[text_col]):
+                odd_text = _may_be_other_json(text, numbers=True)
+            if _is_string(fields[id_col]):
+                odd_id = _may_be_other_json(ident, numbers=False)
     zero = F.lit(0).cast("long")
     flag = F.when(bad, 1).otherwise(0).cast("long")
     cols = [F.when(bad, None).otherwise(ident).alias(C.ID), flag.alias("_bad")]
@@ -277,6 +320,14 @@ def check_rows(inp: Input, cfg: Config, measure_text: bool = False) -> RowCheck:
     ).first()
     assert totals is not None
     malformed = int(totals["malformed"] or 0)
+    if inp.records is not None:
+        # The independent count: the input's non-blank lines, each one record. Rows the
+        # reader dropped or made of one line (a string past a limit, a line holding an array)
+        # or values it may have converted: the caller reads again line by line.
+        records = inp.records.count()
+        suspect = sum(int(totals[k] or 0) for k in ("_odd_text", "_odd_id") if k in ids.columns)
+        if records != int(totals["records"] or 0) or suspect:
+            return RowCheck(int(totals["rows"] or 0), malformed=malformed, recount=True)
     if malformed and cfg.input.malformed == "fail":
         raise InputDataError(
             f"input {inp.path}: {malformed} malformed {_record_word(inp)}(s), e.g. "
@@ -353,6 +404,19 @@ def _not_json_string(value: Column, key: str, numbers: bool) -> Column:
     return F.coalesce(odd.otherwise(F.lit(False)), F.lit(False))
 
 
+def _may_be_other_json(value: Column, numbers: bool) -> Column:
+    """A string Spark's JSON reader may have written out from a number, list, object or
+    boolean (it writes their JSON text): one that is a JSON number, `true`/`false`, or starts
+    and ends with brackets or braces. Looked at whole only when its first character fits."""
+    head = F.substring(value, 1, 1)
+    tail = F.substring(value, -1, 1)
+    maybe = F.when((head == "[") & (tail == "]"), True).when((head == "{") & (tail == "}"), True)
+    if numbers:
+        maybe = maybe.when(head.rlike("^[-0-9]$"), value.rlike("^-?[0-9][0-9.eE+-]*$"))
+    maybe = maybe.when(value.isin("true", "false"), True)
+    return F.coalesce(maybe.otherwise(False), F.lit(False))
+
+
 def _record_word(inp: Input) -> str:
     return {"csv": "CSV record", "jsonl": "JSON line"}.get(inp.format, "record")
 
@@ -364,9 +428,10 @@ def _examples(inp: Input, which: Column) -> str:
     if LINE_NO in frame.columns:  # CSV: the records know their file and line
         got = frame.filter(which).select("_file", LINE_NO, raw.alias("_raw")).limit(2).collect()
         return "; ".join(f"{r['_file']} line {r[LINE_NO]}: {r['_raw'][:60]!r}" for r in got)
-    rows = (
-        frame.filter(which).select(F.input_file_name().alias("_file"), raw.alias("_raw")).limit(2).collect()
-    )
+    # Spark's JSON reader refuses a query of the corrupt-record column alone: the id comes along.
+    other = next(c for c in frame.columns if c != CORRUPT)
+    picked = frame.filter(which).select(F.input_file_name().alias("_file"), raw.alias("_raw"), F.col(other))
+    rows = picked.limit(2).collect()
     return "; ".join(_where(r["_file"], r["_raw"]) for r in rows)
 
 
@@ -419,6 +484,7 @@ def malformed_lines(spark: SparkSession, df: DataFrame, files_limit: int = LOCAT
                 F.shiftright(mid, 33).alias("_part"),
                 mid.bitwiseAND((1 << 33) - 1).alias("_row"),
                 F.col("value").alias("_raw"),
+                _without_cr(F.col("value")).alias("_key"),
             )
         )
         counts = sorted((r["_part"], r["count"]) for r in lines.groupBy("_part").count().collect())
@@ -427,9 +493,12 @@ def malformed_lines(spark: SparkSession, df: DataFrame, files_limit: int = LOCAT
             first[part] = offset
             offset += count
         starts = spark.createDataFrame(list(first.items()), "_part long, _first long")
-        wanted = F.broadcast(bad.filter(F.col("_file") == file).select("_raw").distinct())
+        # Matched without a line's final CR: Spark's JSON reader ends its lines at CRLF (its
+        # corrupt record has no CR), the line-by-line read at LF only.
+        mine = bad.filter(F.col("_file") == file).select(_without_cr(F.col("_raw")).alias("_key"))
+        wanted = F.broadcast(mine.distinct())
         located.append(
-            lines.join(wanted, "_raw")
+            lines.join(wanted, "_key")
             .join(F.broadcast(starts), "_part")
             .select(F.lit(file).alias("_file"), (F.col("_first") + F.col("_row") + 1).alias("_line"), "_raw")
         )
@@ -440,6 +509,10 @@ def malformed_lines(spark: SparkSession, df: DataFrame, files_limit: int = LOCAT
     for frame in located:
         out = out.unionByName(frame)
     return out
+
+
+def _without_cr(line: Column) -> Column:
+    return F.regexp_replace(line, "\r$", "")
 
 
 def _where(file: str, line: str) -> str:
