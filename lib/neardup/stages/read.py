@@ -255,8 +255,10 @@ def check_rows(inp: Input, cfg: Config, measure_text: bool = False) -> RowCheck:
     input.malformed: reject, how many), no JSON text or id of the wrong kind, no null or
     repeated id.
 
-    JSON Lines are counted by their non-blank lines (`Input.lines`, the text reader's rows,
-    each parsed to exactly one row); CSV by `csv_lines.check_csv`, beside the parser. Shuffles
+    JSON Lines are counted by their non-blank lines: beside Spark's JSON reader
+    (`Input.records`; where they disagree, or a value may have been converted, the RowCheck
+    says `recount` and nothing else is checked), or as the rows of the line-by-line read
+    (`Input.lines`, one row per line). CSV by its records (`csv_records`), one row each. Shuffles
     the id column once (group by id). Every failure is an InputDataError naming how many rows
     are at fault and two examples. With `measure_text` the same job also sums and maxes the
     texts' byte lengths (for JSON Lines and CSV, whose parser reads every text anyway;
