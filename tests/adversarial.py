@@ -3,16 +3,14 @@ outputs), nothing deleted that is not ours (a snapshot of the folders around the
 and exactly one line and the exit code.
 
 The row counts here never use Spark or neardup: a JSON Lines file's records are its
-non-blank lines, a CSV file's are what Python's csv module reads, a Parquet file's come
+non-blank lines, a CSV file's are counted from its lines and quotes (csv_records), a Parquet file's come
 from its footer; the outputs are read with pyarrow.
 """
 
 from __future__ import annotations
 
-import csv
 import gzip
 import hashlib
-import io
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -98,13 +96,22 @@ def jsonl_records(path: Path) -> int:
 
 
 def csv_records(path: Path, header: bool = True) -> int:
-    """Records of a CSV file or folder, as Python's csv module reads them (RFC 4180 quoting),
-    less the header line of each file."""
+    """Records of a CSV file or folder by neardup's rule (lib/neardup/stages/csv_records.py,
+    docs/operations.md "Input"), recounted here from the bytes: a record starts on a line
+    (split at "\\n") that is not blank (spaces, tabs, CR) and before which the file holds an
+    even number of `"`; less each file's header record. A record whose quote is never closed
+    counts once (it is malformed)."""
     total = 0
     for f in _files(path, (".csv", ".csv.gz")):
-        text = _open_bytes(f).decode("utf-8", errors="replace")
-        rows = sum(1 for row in csv.reader(io.StringIO(text, newline="")) if row)
-        total += rows - (1 if header and rows else 0)
+        lines = _open_bytes(f).split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()  # the newline that ends the last line starts none
+        records = quotes = 0
+        for line in lines:
+            if quotes % 2 == 0 and line.strip(b" \t\r"):
+                records += 1
+            quotes += line.count(b'"')
+        total += records - (1 if header and records else 0)
     return total
 
 

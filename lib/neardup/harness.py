@@ -59,6 +59,7 @@ from neardup.runtime.sizing import (
 )
 from neardup.runtime.stagelog import StageLog
 from neardup.runtime.workdir import WorkDir, input_fingerprint
+from neardup.stages.parquet_schemas import check_parquet_files
 from neardup.stages.read import (
     CORRUPT,
     Input,
@@ -66,7 +67,8 @@ from neardup.stages.read import (
     check_columns,
     check_rows,
     documents,
-    malformed_lines,
+    exact_json_lines,
+    malformed_records,
     read_input,
 )
 from neardup.stages.sign import sign_params
@@ -276,8 +278,20 @@ def open_input(spark: SparkSession, cfg: Config, input_path: str) -> Opened:
     """Read the input and check its columns and rows; profile its bytes per row."""
     inp = read_input(spark, input_path, cfg)
     check_columns(inp, cfg)
-    row_check = check_rows(inp, cfg, measure_text=inp.format != "parquet")
     files = sorted(from_uri(f) for f in inp.df.inputFiles()) if inp.format != "table" else []
+    if inp.format == "parquet":
+        # Before the rows: a file with another schema would fail or be read as nulls there.
+        check_parquet_files(spark, input_path, files, (cfg.input.id_col, cfg.input.text_col))
+    row_check = check_rows(inp, cfg, measure_text=inp.format != "parquet")
+    if row_check.recount:
+        log.warning(
+            "input %s: the rows of Spark's JSON reader do not match the non-blank lines one to "
+            "one, or may hold a value it turned into a string; reading it again line by line",
+            input_path,
+        )
+        inp = exact_json_lines(spark, inp)
+        check_columns(inp, cfg)
+        row_check = check_rows(inp, cfg, measure_text=True)
     profile: InputProfile | None
     if inp.format == "parquet":
         profile = parquet_profile(spark, files, cfg.input.text_col)
@@ -311,7 +325,7 @@ def read_stage(r: RunContext) -> tuple[ReadResult, Counts]:
     r.work.writer_options = writer_options(batches, None)
     malformed = None
     if CORRUPT in inp.df.columns and row_check.malformed:
-        malformed = r.keep(malformed_lines(r.spark, inp.df))
+        malformed = r.keep(malformed_records(r.spark, inp))
     table = r.input_path if inp.format == "table" else None
     rows = row_check.rows + row_check.malformed
     source = opened.source

@@ -105,9 +105,11 @@ def test_a_signal_ends_the_run_with_130_and_publishes_nothing(
     before = snapshot(out, SAMPLE)
     args = ["dedup", "--input", str(SAMPLE), "--output", str(out), "--overwrite", *NO_HTML]
     code, err, seconds, pgid = _stopped(args, after, how, group)
-    line = assert_one_line(code, err, 130, f"interrupted by {how.name} in stage ", "nothing was published")
+    line = assert_one_line(code, err, 130, f"interrupted by {how.name}", "nothing was published")
+    # A signal that lands between two stages (the previous one logged, the next not begun)
+    # names none.
     stage = re.search(r"in stage (\w+)", line)
-    assert stage is not None and stage.group(1) in stages, line
+    assert stage is None or stage.group(1) in stages, line
     assert seconds < 30, f"{seconds:.1f} s from the signal to the exit"
     assert _gone(pgid), "the JVM or a Python worker outlived the command"
     assert_untouched(before, out, SAMPLE)

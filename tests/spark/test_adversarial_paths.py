@@ -338,7 +338,7 @@ def test_ctrl_c_in_a_stage_cancels_its_jobs_and_publishes_nothing(
         ran = neardup(capsys, "dedup", "--input", str(src), "--output", str(out), "--overwrite", *NO_HTML)
     assert_one_line(ran.code, ran.err, 130, "interrupted by SIGINT in stage ", "nothing was published")
     assert_untouched(before, src, out)
-    assert sorted(p.name for p in out.rglob("*")) == ["_SUCCESS", "kept", "part-0.parquet"]
+    assert sorted(p.name for p in out.rglob("*")) == ["_SUCCESS", "kept", "part-0.parquet", "report.json"]
     deadline = time.monotonic() + 30
     while tracker.getActiveJobsIds() and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -28,7 +28,7 @@ from neardup.errors import InputDataError, NeardupError, UsageError
 from neardup.kernels.contamination import REF, DeconParams, build_reference, reference_bytes
 from neardup.runtime.fs import from_uri
 from neardup.runtime.memory import human, parse_size
-from neardup.stages.read import CORRUPT, ID_TYPES, Input, check_rows, read_input
+from neardup.stages.read import CORRUPT, ID_TYPES, Input, check_rows, exact_json_lines, read_input
 from neardup.stages.tune_sample import collect_arrow
 
 REFERENCE_ID = "reference_id"
@@ -109,6 +109,9 @@ def _checked(spark: SparkSession, cfg: Config, path: str) -> tuple[Input, int]:
     _check_columns(inp, cfg)
     with _as_reference():
         rows = check_rows(inp, cfg, measure_text=True)
+        if rows.recount:  # JSON Lines whose reader's rows cannot be trusted: line by line
+            inp = exact_json_lines(spark, inp)
+            rows = check_rows(inp, cfg, measure_text=True)
     if rows.malformed:
         raise InputDataError(
             f"reference {path}: {rows.malformed} malformed JSON line(s); a reference is read whole, fix them"

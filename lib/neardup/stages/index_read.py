@@ -10,11 +10,11 @@ the listing and the footers first, without reading data pages).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from neardup.runtime.fs import from_uri
 from neardup.runtime.indexfiles import by_segment, parts_of
 from neardup.runtime.indexstore import DOCS, KEYS, SIGNATURES, IndexStore, Manifest
 from neardup.stages.against import index_reader
@@ -42,5 +42,5 @@ def rows_read(
             F.bit_xor(F.xxhash64(*df.columns)).alias(_FOLD),
         )
         # Spark names files by their URI (percent-encoded); the file system by its path.
-        rows.update({unquote(str(r[_FILE])): int(r[_ROWS]) for r in per_file.collect()})
+        rows.update({from_uri(str(r[_FILE])): int(r[_ROWS]) for r in per_file.collect()})
     return by_segment(rows, store, manifest)

@@ -128,7 +128,10 @@ def rejected_rows(
         bad = bad.drop("_rej_id")
     if malformed is not None:
         where = F.concat(
-            F.lit("malformed JSON line ("),
+            # "malformed JSON line (" or "malformed CSV record ("
+            F.lit("malformed "),
+            F.col("_kind") if "_kind" in malformed.columns else F.lit("JSON line"),
+            F.lit(" ("),
             F.col("_file"),
             F.when(
                 F.col("_line").isNotNull(), F.concat(F.lit(" line "), F.col("_line").cast("string"))
