@@ -85,3 +85,10 @@ def test_cluster_sizes_and_labels_of_string_ids_are_those_of_int_ids_and_as_fast
     assert nodes.tolist() == _padded(want_nodes).tolist()
     assert labels.tolist() == _padded(want_labels).tolist()
     assert seconds < 10, f"{seconds:.1f} s for string ids"
+
+
+def test_first_index_is_numpys() -> None:
+    values = _strings(np.random.default_rng(7), 500)
+    _, first = np.unique(values, return_index=True)
+    _, inverse, counts = id_arrays.unique(values)
+    assert id_arrays.first_index(inverse, counts).tolist() == first.tolist()

@@ -58,6 +58,14 @@ def unique(values: np.ndarray) -> tuple[np.ndarray, I64Array, I64Array]:
     return _numpy(distinct).astype(values.dtype, copy=False), inverse, counts
 
 
+def first_index(inverse: I64Array, counts: I64Array) -> I64Array:
+    """From `unique`'s inverse and counts: each distinct value's first place in the values
+    (`np.unique`'s `return_index`)."""
+    order = np.argsort(inverse, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    return np.asarray(order[starts], dtype=np.int64) if len(counts) else np.zeros(0, np.int64)
+
+
 def lookup(held: np.ndarray, values: np.ndarray) -> I64Array:
     """Each of `values`' index in `held` (sorted and distinct), -1 where it is not one of
     them."""
