@@ -686,17 +686,23 @@ def with_ids(corpus: Corpus, ids: str) -> Corpus:
 def id_stage_ratios(rows: list[Row]) -> list[str]:
     """Markdown: each neardup tool's seconds per stage with string ids over int ids."""
     lines: list[str] = []
-    by_tool = {r.tool: r for r in rows if r.stages and r.measure and not r.error}
-    for name, r in by_tool.items():
-        base = by_tool.get(name.split(" (")[0])
+    # A tool run more than once (`--ids int,string,int,string`): its fastest of each stage.
+    best: dict[str, dict[str, float]] = {}
+    for r in rows:
+        if r.stages and r.measure and not r.error:
+            seen = best.setdefault(r.tool, {})
+            for k, v in {**r.stages, "wall": r.measure.wall}.items():
+                seen[k] = min(seen.get(k, v), v)
+    for name, mine in best.items():
+        base = best.get(name.split(" (")[0])
         if not name.startswith("neardup") or " (" not in name or base is None:
             continue
-        stages = [k for k in base.stages if k in r.stages]
-        ratio = [r.stages[k] / base.stages[k] if base.stages[k] > 0 else float("nan") for k in stages]
-        wall = r.measure.wall / base.measure.wall if base.measure else float("nan")
+        stages = [k for k in base if k in mine and k != "wall"]
+        ratio = [mine[k] / base[k] if base[k] > 0 else float("nan") for k in stages]
+        wall = mine["wall"] / base["wall"]
         lines += [
             "",
-            f"{name} / {base.tool}, seconds per stage (ratio; wall {wall:.2f}):",
+            f"{name} / {name.split(' (')[0]}, seconds per stage, fastest of each (ratio; wall {wall:.2f}):",
             "",
             "| " + " | ".join(stages) + " |",
             "|" + "---:|" * len(stages),
