@@ -40,6 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testkit"))
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -59,6 +60,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from neardup import config as neardup_config
+from neardup_testkit.string_ids import with_string_ids
 from neardup_testkit.synth import CorpusSpec
 from neardup_testkit.truth import Corpus, Truth, ensure_corpus, ground_truth, labels_from_ids, score
 
@@ -276,12 +278,21 @@ def run_neardup(
 
 def output_labels(out: Path, corpus: Path) -> np.ndarray:
     """Each corpus row's cluster in neardup's clusters/ under `out` (-1: in none), in the
-    corpus's row order, as the truth's labels are."""
+    corpus's row order, as the truth's labels are. String ids (`--ids string`) are turned
+    into the rows' numbers first."""
     clusters = pq.read_table(out / "clusters", columns=["id", "cluster_id"])
-    corpus_ids = pq.read_table(corpus, columns=["id"]).column("id").to_numpy()
+    corpus_ids = pq.read_table(corpus, columns=["id"]).column("id")
+    if pa.types.is_string(corpus_ids.type):
+        table = pa.table({"id": corpus_ids.combine_chunks()})
+        rows = {
+            c: pc.index_in(clusters.column(c), value_set=table.column("id")) for c in ("id", "cluster_id")
+        }
+        ids = rows["id"].to_numpy(zero_copy_only=False).astype(np.int64)
+        cid = rows["cluster_id"].fill_null(-1).to_numpy().astype(np.int64)
+        return labels_from_ids(np.arange(len(table), dtype=np.int64), ids, cid)
     cid = clusters.column("cluster_id").to_numpy(zero_copy_only=False)
     ids = clusters.column("id").to_numpy()
-    return labels_from_ids(corpus_ids, ids, np.nan_to_num(cid, nan=-1).astype(np.int64))
+    return labels_from_ids(corpus_ids.to_numpy(), ids, np.nan_to_num(cid, nan=-1).astype(np.int64))
 
 
 def run_peer(
@@ -469,6 +480,7 @@ def render_corpus(
     summary = _summary(rows)
     if summary:
         lines += ["", summary]
+    lines += id_stage_ratios(rows)
     lines += ["", "Notes per tool:", ""]
     for r in rows:
         text = r.error or r.notes
@@ -617,15 +629,18 @@ def run_tool(tool: str, corpus: Corpus, truth: Truth, args: argparse.Namespace) 
         return Row(
             tool, args.docs, error=f"skipped: {args.docs:,} docs > --mllib-max-docs {args.mllib_max_docs:,}"
         )
-    work = Path(args.cache) / corpus.key / "runs" / tool
+    ids = ID_TYPES[corpus.path.name]
+    label = tool if ids == "int" else f"{tool} ({ids} ids)"
+    work = Path(args.cache) / corpus.key / "runs" / label.replace(" ", "-").replace("(", "").replace(")", "")
     runner = run_neardup if tool.startswith("neardup") else run_peer
-    print(f"running {tool} ...", end=" ", flush=True)
+    print(f"running {label} ...", end=" ", flush=True)
     best: tuple[Row, np.ndarray | None] | None = None
     runs: list[Measure] = []
     for _ in range(args.repeat):
         shutil.rmtree(work, ignore_errors=True)  # also neardup's staging (resumable work) inside
         work.mkdir(parents=True)
         row, labels = runner(tool, corpus, work, args)
+        row.tool = label
         if row.measure:
             runs.append(row.measure)
         # Best of the repeats by wall time: the least disturbed by other work on the machine.
@@ -650,6 +665,50 @@ def run_tool(tool: str, corpus: Corpus, truth: Truth, args: argparse.Namespace) 
             flush=True,
         )
     return row
+
+
+# The corpus file of each id type: the generated one (int64 ids), and the same rows with
+# string ids shaped like real ones (neardup_testkit/string_ids.py: URLs, hashes, paths).
+ID_FILES = {"int": "corpus.parquet", "string": "corpus-string-ids.parquet"}
+ID_TYPES = {v: k for k, v in ID_FILES.items()}
+
+
+def with_ids(corpus: Corpus, ids: str) -> Corpus:
+    """`corpus` with ids of type `ids`: the string ids' file made beside it once."""
+    path = corpus.path.with_name(ID_FILES[ids])
+    if not path.exists():
+        tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+        pq.write_table(with_string_ids(pq.read_table(corpus.path)), tmp)
+        tmp.rename(path)
+    return dataclasses.replace(corpus, path=path)
+
+
+def id_stage_ratios(rows: list[Row]) -> list[str]:
+    """Markdown: each neardup tool's seconds per stage with string ids over int ids."""
+    lines: list[str] = []
+    # A tool run more than once (`--ids int,string,int,string`): its fastest of each stage.
+    best: dict[str, dict[str, float]] = {}
+    for r in rows:
+        if r.stages and r.measure and not r.error:
+            seen = best.setdefault(r.tool, {})
+            for k, v in {**r.stages, "wall": r.measure.wall}.items():
+                seen[k] = min(seen.get(k, v), v)
+    for name, mine in best.items():
+        base = best.get(name.split(" (")[0])
+        if not name.startswith("neardup") or " (" not in name or base is None:
+            continue
+        stages = [k for k in base if k in mine and k != "wall"]
+        ratio = [mine[k] / base[k] if base[k] > 0 else float("nan") for k in stages]
+        wall = mine["wall"] / base["wall"]
+        lines += [
+            "",
+            f"{name} / {name.split(' (')[0]}, seconds per stage, fastest of each (ratio; wall {wall:.2f}):",
+            "",
+            "| " + " | ".join(stages) + " |",
+            "|" + "---:|" * len(stages),
+            "| " + " | ".join(f"{v:.2f}" for v in ratio) + " |",
+        ]
+    return lines
 
 
 def corpus_names(value: str) -> list[str]:
@@ -698,10 +757,19 @@ def main() -> None:
         help="extra neardup config for its runs (after each variant's own), e.g. lsh.recall=0.99",
     )
     p.add_argument("--repeat", type=int, default=1, help="runs per tool; the table shows the fastest")
+    p.add_argument(
+        "--ids",
+        default="int",
+        help="id types, comma-separated: int (the corpus's int64 ids), string (the same rows with "
+        "ids like URLs, hashes and paths); the neardup tools run on each, the peers on int ids",
+    )
     args = p.parse_args()
     args.bands, args.rows = neardup_bands(args)
     tools = expand_tools(args.tools)
     names = corpus_names(args.corpus)
+    id_types = [t.strip() for t in args.ids.split(",") if t.strip()]
+    if not id_types or any(t not in ID_FILES for t in id_types):
+        raise SystemExit(f"e2e: --ids takes {', '.join(ID_FILES)}, comma-separated; not {args.ids!r}")
 
     env = machine()
     load_before = os.getloadavg()
@@ -731,7 +799,8 @@ def main() -> None:
         print(f"bands x rows = {args.bands} x {args.rows}; tools: {', '.join(tools)}", flush=True)
         rows: list[Row] = []
         for tool in tools:
-            rows.append(run_tool(tool, corpus, truth, args))
+            for ids in id_types if tool.startswith("neardup") else ["int"]:
+                rows.append(run_tool(tool, with_ids(corpus, ids), truth, args))
             # Written after every tool: an interrupted run still leaves what it measured.
             extra = [f"- load average (1/5/15 min) at start: {' / '.join(f'{x:.2f}' for x in load_before)}"]
             section = render_corpus(rows, name, spec, stats, truth, args)

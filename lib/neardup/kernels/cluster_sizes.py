@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from neardup.kernels import id_arrays
+
 
 def cluster_sizes(
     ids: np.ndarray, kept: np.ndarray, reps: np.ndarray, copies: np.ndarray
@@ -17,17 +19,17 @@ def cluster_sizes(
     representative is not in `ids` (an exact group alone is a cluster of its own).
 
     A representative counts with its copies. The rows are those of the Spark version,
-    in no particular order."""
-    order = np.argsort(reps, kind="stable")
+    in no particular order. Ids of any type the driver takes, at the cost of integers
+    (kernels/id_arrays.py)."""
+    order = id_arrays.argsort(reps)
     reps, copies = reps[order], copies[order].astype(np.int64)
     weights = np.ones(len(ids), np.int64)
-    if len(reps):
-        place = np.minimum(np.searchsorted(reps, ids), len(reps) - 1)
-        found = reps[place] == ids
-        weights[found] += copies[place[found]]
-    kept_ids, at = np.unique(kept, return_inverse=True)
-    sizes = np.bincount(at.reshape(-1), weights=weights, minlength=len(kept_ids)).astype(np.int64)
-    alone = ~np.isin(reps, ids)
+    place = id_arrays.lookup(reps, ids)
+    found = place >= 0
+    weights[found] += copies[place[found]]
+    kept_ids, at, _ = id_arrays.unique(kept)
+    sizes = np.bincount(at, weights=weights, minlength=len(kept_ids)).astype(np.int64)
+    alone = ~id_arrays.isin(reps, ids)
     return np.concatenate([kept_ids, reps[alone]]), np.concatenate([sizes, copies[alone] + 1])
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from neardup.kernels import id_arrays
+
 
 def smallest_labels(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Edges as two equal-length arrays of ids (no nulls) -> (nodes, the smallest node of
@@ -16,7 +18,7 @@ def smallest_labels(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.nd
 
     # Sorted: node i is the i-th smallest id, so a component's smallest index is its
     # smallest id (strings sort by code point, which is Spark's UTF-8 byte order).
-    nodes, codes = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    nodes, codes, _ = id_arrays.unique(np.concatenate([src, dst]))
     n, m = len(nodes), len(src)
     if n == 0:
         return nodes, nodes

@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from neardup import columns as C
+from neardup.kernels import id_arrays
 from neardup.kernels.signatures import SignParams
 from neardup.stages.driver_frames import collect_arrays, ids_frame
 
@@ -69,14 +70,14 @@ class DriverScorer:
         got = collect_arrays(mine.select(C.DOC_ID, text), [C.DOC_ID, C.TEXT])
         if len(got[C.DOC_ID]) != len(ids):
             return None  # a text missing (or twice): Spark's scoring decides as it would
-        order = np.argsort(got[C.DOC_ID], kind="stable")
+        order = id_arrays.argsort(got[C.DOC_ID])
         return cls(got[C.DOC_ID][order], pa.array(got[C.TEXT][order], pa.large_string()), params)
 
     def _codes(self, values: np.ndarray) -> np.ndarray:
-        at = np.searchsorted(self.ids, values)
-        if len(at) and (at.max() >= len(self.ids) or not np.array_equal(self.ids[at], values)):
+        at = id_arrays.lookup(self.ids, values)
+        if len(at) and at.min() < 0:
             raise KeyError("driver scoring: a pair's document was not collected")
-        return at.astype(np.int64)
+        return at
 
     def score(self, src: np.ndarray, dst: np.ndarray, threshold: float) -> dict[str, np.ndarray] | None:
         """(src, dst) pairs of collected documents -> {src, dst, similarity} of those scoring

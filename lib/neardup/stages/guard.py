@@ -49,6 +49,7 @@ from pyspark.sql import types as T
 
 from neardup import columns as C
 from neardup.errors import InvariantError
+from neardup.kernels import id_arrays
 from neardup.kernels.guard_rounds import EdgeIndex, regroup
 from neardup.kernels.nearest_kept import choose_nearest, pairs_to_score
 from neardup.stages.components import checkpoint
@@ -230,7 +231,7 @@ def _guard_on_driver(
     id_type = clustered.schema[C.DOC_ID].dataType
     got = collect_arrays(clustered, [C.DOC_ID, C.KEPT_ID])
     # Codes: indices into the sorted ids, so order (the smallest id) is kept.
-    ids = np.unique(np.concatenate([got[C.DOC_ID], got[C.KEPT_ID]]))
+    ids = id_arrays.unique(np.concatenate([got[C.DOC_ID], got[C.KEPT_ID]]))[0]
     n = len(ids)
     docs, origin = _codes(ids, got[C.DOC_ID]), _codes(ids, got[C.KEPT_ID])
     nan = F.lit(float("nan"))
@@ -256,12 +257,12 @@ def _guard_on_driver(
             return local(src_ids, dst_ids)
         if prefetch is None:
             return None
-        needed = np.unique(np.concatenate([src_ids, dst_ids]))
+        needed = id_arrays.unique(np.concatenate([src_ids, dst_ids]))[0]
         held = fetched.get("ids")
         if held is None or not _holds(held, needed):
             if fetched.get("refused"):
                 return None  # over the budget once: not tried again, each try costs a job
-            want = needed if held is None else np.union1d(held, needed)
+            want = needed if held is None else id_arrays.unique(np.concatenate([held, needed]))[0]
             scorer = prefetch(want)
             if scorer is None:
                 fetched["refused"] = True  # what was collected still serves what it holds
@@ -356,17 +357,12 @@ def _rank_of(
 
 def _codes(ids: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Each value's index in the sorted `ids`, -1 where it is not one of them."""
-    at = np.searchsorted(ids, values)
-    found = at < len(ids)
-    found[found] = ids[at[found]] == values[found]
-    return np.where(found, at, -1).astype(np.int64)
+    return id_arrays.lookup(ids, values)
 
 
 def _holds(held: np.ndarray, ids: np.ndarray) -> bool:
-    """Whether the sorted distinct `held` has every one of the sorted distinct `ids`: by
-    binary search (np.isin compares every pair of strings)."""
-    at = np.searchsorted(held, ids)
-    return bool((at < len(held)).all() and np.array_equal(held[np.minimum(at, len(held) - 1)], ids))
+    """Whether the sorted distinct `held` has every one of the sorted distinct `ids`."""
+    return bool((id_arrays.lookup(held, ids) >= 0).all())
 
 
 def _score_each(src: np.ndarray, dst: np.ndarray, scored: _Scored) -> np.ndarray:
@@ -375,10 +371,10 @@ def _score_each(src: np.ndarray, dst: np.ndarray, scored: _Scored) -> np.ndarray
     got = scored(src, dst)
     # Every pair comes back once (scored at threshold 0).
     back = got[C.DST]
-    order = np.argsort(back, kind="stable")
-    place = np.searchsorted(back, dst, sorter=order)
-    at = order[np.minimum(place, len(order) - 1)] if len(order) else place
-    if len(back) != len(dst) or not np.array_equal(back[at], dst):
+    order = id_arrays.argsort(back)
+    place = id_arrays.lookup(back[order], dst)
+    at = order[np.maximum(place, 0)] if len(order) else place
+    if len(back) != len(dst) or (place < 0).any():
         raise InvariantError(f"guard: {len(dst)} pairs scored, but the scores came back for other pairs")
     return np.asarray(got[C.SIMILARITY][at], dtype=np.float64)
 

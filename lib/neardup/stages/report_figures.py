@@ -23,6 +23,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from neardup import columns as C
+from neardup.kernels import id_arrays
 from neardup.report.summary import (
     BIN_SLACK,
     BINS,
@@ -232,11 +233,10 @@ def _clusters_on_driver(
     got = collect_arrays(rows, [C.CLUSTER_ID, C.ID, C.STATUS, C.SIMILARITY, _HASH])
     status, ids = got[C.STATUS].astype(str), got[C.ID]
     is_kept = status == C.STATUS_KEPT
-    # Clusters in order of their kept id (np.unique sorts): the orders by size and by hash
+    # Clusters in order of their kept id (`id_arrays.unique` sorts): the orders by size and by hash
     # are then stable sorts, ties in kept-id order, as Spark's second sort key has them.
-    keys, first, inverse, counts = np.unique(
-        got[C.CLUSTER_ID], return_index=True, return_inverse=True, return_counts=True
-    )
+    keys, inverse, counts = id_arrays.unique(got[C.CLUSTER_ID])
+    first = id_arrays.first_index(inverse, counts)
     has_kept = np.zeros(len(keys), bool)
     has_kept[inverse[is_kept]] = True
     # A cluster kept by an indexed document (dedup --against) has no row of its kept one.
@@ -247,7 +247,7 @@ def _clusters_on_driver(
     # The sample's removed members: by cluster, near duplicates first, then by id (stable
     # sorts, the last key first); the first MEMBERS_PER_SAMPLE of each.
     mine = np.flatnonzero(~is_kept & np.isin(inverse, by_hash))
-    mine = mine[np.argsort(ids[mine], kind="stable")]
+    mine = mine[id_arrays.argsort(ids[mine])]
     mine = mine[np.argsort(status[mine] == C.STATUS_EXACT, kind="stable")]
     mine = mine[np.argsort(inverse[mine], kind="stable")]
     starts = np.flatnonzero(np.r_[True, np.diff(inverse[mine]) != 0])

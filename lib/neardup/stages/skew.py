@@ -35,6 +35,8 @@ import numpy as np
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from neardup.kernels import id_arrays
+
 # Expected sampled rows of a key of exactly `over` rows: a key of twice that size is missed
 # with a probability below 1e-6 (Poisson), so the sample finds every key worth spreading.
 SAMPLE_HITS = 32
@@ -109,8 +111,8 @@ class Counted:
 def counted(keys: np.ndarray) -> Counted:
     """The group key of each pair a shuffle gathers (the src of each pair verification
     scores), counted."""
-    found, n = np.unique(keys, return_counts=True)
-    return Counted(found, n.astype(np.int64))
+    found, _, n = id_arrays.unique(keys)
+    return Counted(found, n)
 
 
 def shuffle_partitions(spark: SparkSession) -> int:

@@ -58,6 +58,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup import columns as C
+from neardup.kernels import id_arrays
 from neardup.kernels.star_rounds import FRACTION, StarGroups, next_round, rest, split_groups
 from neardup.stages.components import checkpoint
 from neardup.stages.driver_frames import DRIVER_ID_TYPES, collect_arrays, frame_from_arrays
@@ -274,12 +275,12 @@ def _driver_rounds(
     )
     found = collect_arrays(labelled, [C.GROUP, C.DOC_ID, _LABEL, *hashes])
     # Codes in the ids' order: `ids[code]` is the id.
-    ids, codes = np.unique(np.concatenate([found[C.GROUP], found[C.DOC_ID]]), return_inverse=True)
+    ids, codes, _ = id_arrays.unique(np.concatenate([found[C.GROUP], found[C.DOC_ID]]))
     n = len(found[C.GROUP])
     if n == 0:
         none = stars.select(C.SRC, C.DST, F.lit(None).cast("double").alias(C.SIMILARITY)).limit(0)
         return StarRounds(none, 0, 0, 0)
-    _, label_codes = np.unique(found[_LABEL], return_inverse=True)
+    _, label_codes, _ = id_arrays.unique(found[_LABEL])
     by_round = (
         np.stack([found[h].astype(np.int64) for h in hashes], axis=1)
         if hashes
@@ -313,7 +314,7 @@ def _driver_rounds(
                 got = verify(frame, len(a), counted(ids[a]))
                 verified = collect_arrays(got, [C.SRC, C.DST, C.SIMILARITY])
             pairs += len(a)
-            ends = np.searchsorted(ids, verified[C.SRC]), np.searchsorted(ids, verified[C.DST])
+            ends = id_arrays.lookup(ids, verified[C.SRC]), id_arrays.lookup(ids, verified[C.DST])
             groups.union(groups.label_of(ends[0]), groups.label_of(ends[1]))
             src.append(verified[C.SRC])
             dst.append(verified[C.DST])

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from neardup import columns as C
 from neardup.config import Config
+from neardup.kernels import id_arrays
 from neardup.kernels.policy import survivor_order
 from neardup.kernels.policy_order import HeldOrder
 from neardup.stages.driver_frames import collect_arrays, ids_frame
@@ -67,8 +68,8 @@ def survivors_on_driver(components: DataFrame, order: HeldOrder) -> tuple[np.nda
     -> (ids, kept ids) of every component node."""
     got = collect_arrays(components, [C.DOC_ID, C.COMPONENT])
     ids = got[C.DOC_ID]
-    _, groups = np.unique(got[C.COMPONENT], return_inverse=True)
-    return ids, order.best_of_groups(ids, groups.reshape(-1))
+    _, groups, _ = id_arrays.unique(got[C.COMPONENT])
+    return ids, order.best_of_groups(ids, groups)
 
 
 def survivor_ranking(reps: DataFrame, ids: np.ndarray, cfg: Config, prefer_index: bool = False) -> np.ndarray:
