@@ -92,16 +92,20 @@ def runs(
     at = table.schema.get_field_index("id")
     field = pa.field("id", pa.string(), False)
     got: dict[str, Any] = {"name": request.param, "table": table, "int": _run(spark, table, root, "int")}
-    got["padded"] = _run(spark, table.set_column(at, field, _padded(ids)), root, "padded")
     # Every chain document has the same length: its survivors are the smallest ids, which
-    # ids in another order change, and the guard's splits with them. Real-shaped ids on the
-    # generated corpus only, whose lengths vary.
-    if request.param == "synth":
+    # ids in another order change, and the guard's splits with them. So the chains get ids
+    # in the ints' order (outputs compared whole), the generated corpus, whose lengths vary,
+    # real-shaped ones (a run each: the suite's time).
+    if request.param == "chains":
+        got["padded"] = _run(spark, table.set_column(at, field, _padded(ids)), root, "padded")
+    else:
         got["real"] = _run(spark, table.set_column(at, field, string_ids(ids)), root, "real")
     return got
 
 
 def test_ids_in_the_same_order_give_the_same_outputs(runs: dict[str, Any]) -> None:
+    if "padded" not in runs:
+        pytest.skip("ids in the ints' order on the chains corpus only (see the fixture)")
     assert _rows(runs["padded"]) == _mapped(runs["int"], _padded)
 
 
