@@ -12,8 +12,7 @@ sound index; IndexDamagedError (one line, exit 4) names the first damage found.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
@@ -30,7 +29,7 @@ from neardup.runtime.indexfiles import (
 )
 from neardup.runtime.indexstore import DOCS, KEYS, SIGNATURES, IndexFile, IndexStore, Manifest
 from neardup.runtime.memory import human
-from neardup.stages.against import check_unchanged, unreadable_index_file
+from neardup.stages.against import check_unchanged, index_read_errors
 from neardup.stages.index_read import rows_read
 
 
@@ -111,16 +110,9 @@ def verify(spark: SparkSession, index_path: str) -> Verified:
     )
 
 
-@contextmanager
-def _unreadable_is_damage(store: IndexStore, manifest: Manifest) -> Iterator[None]:
+def _unreadable_is_damage(store: IndexStore, manifest: Manifest) -> AbstractContextManager[None]:
     """Spark's failure to read one of the index's files -> IndexDamagedError naming it."""
-    try:
-        yield
-    except Exception as e:
-        what = unreadable_index_file(e, store.path, store.shown, manifest)
-        if what is None:
-            raise
-        raise IndexDamagedError(f"{what} (neardup index build --overwrite rebuilds the index)") from e
+    return index_read_errors(store, manifest, "neardup index build --overwrite rebuilds the index")
 
 
 def verify_summary(index_path: str, v: Verified) -> str:

@@ -123,20 +123,22 @@ def index_reader(spark: SparkSession) -> DataFrameReader:
 
 
 @contextmanager
-def index_read_errors(store: IndexStore, manifest: Manifest) -> Iterator[None]:
+def index_read_errors(store: IndexStore, manifest: Manifest, hint: str | None = None) -> Iterator[None]:
     """Spark's failure to read one of the index's files, or one of its indexed texts', ->
     IndexDamagedError naming the file (one line, exit 4) instead of an input error; any
-    other failure passes unchanged."""
+    other failure passes unchanged. `hint`: what to do, after the file (by default, verify
+    the index and rebuild it)."""
     try:
         yield
     except Exception as e:
         what = unreadable_index_file(e, store.path, store.shown, manifest)
         if what is None:
             raise
-        raise IndexDamagedError(
-            f"{what}; neardup index verify {store.shown} checks every file, neardup index build "
+        told = hint or (
+            f"neardup index verify {store.shown} checks every file, neardup index build "
             "--overwrite rebuilds the index"
-        ) from e
+        )
+        raise IndexDamagedError(f"{what}; {told}") from e
 
 
 def unreadable_index_file(e: BaseException, path: str, shown: str, manifest: Manifest) -> str | None:
